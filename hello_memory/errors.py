@@ -1,0 +1,116 @@
+"""One exception tree for hello-memory, rooted in :class:`HelloMemoryError`.
+
+Each error also inherits the matching built-in (``ValueError``, ``KeyError``, ...) so that
+callers who catch built-ins keep working, and carries the fields a caller needs to react.
+"""
+
+from __future__ import annotations
+
+
+class HelloMemoryError(Exception):
+    """Root of every error raised by hello-memory."""
+
+
+class InvalidInputError(HelloMemoryError, ValueError):
+    """An argument was rejected before anything was stored.
+
+    Attributes:
+        field: the name of the offending argument, when there is one.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFoundError(HelloMemoryError, KeyError):
+    """The requested object does not exist for this user (or at all)."""
+
+    def __init__(self, message: str, *, object_id: str | None = None) -> None:
+        super().__init__(message)
+        self.object_id = object_id
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreError(HelloMemoryError, RuntimeError):
+    """A storage backend failed; the original exception is chained as ``__cause__``."""
+
+
+class DimensionMismatchError(StoreError, ValueError):
+    """A vector's dimension does not match its collection's dimension."""
+
+    def __init__(self, collection: str, expected: int, got: int, *, embedder: str | None = None) -> None:
+        who = f" (embedder {embedder})" if embedder else ""
+        super().__init__(
+            f"collection {collection!r} holds {expected}-dimensional vectors but got {got}-dimensional "
+            f"vectors{who}; use the embedder that filled it or a new data directory / collection"
+        )
+        self.collection = collection
+        self.expected = expected
+        self.got = got
+
+
+class EmbedderMismatchError(StoreError, ValueError):
+    """A collection was filled by another embedder; vectors of two embedders never mix."""
+
+    def __init__(self, collection: str, stored: str, requested: str) -> None:
+        super().__init__(
+            f"collection {collection!r} was filled by embedder {stored!r}, not {requested!r}; "
+            "re-index into a new data directory or configure the original embedder"
+        )
+        self.collection = collection
+        self.stored = stored
+        self.requested = requested
+
+
+class StoreLockedError(StoreError):
+    """The data directory is in use by another process."""
+
+    def __init__(self, path: str, holder: str | None = None) -> None:
+        who = f" (held by {holder})" if holder else ""
+        super().__init__(f"data directory {path!r} is in use by another process{who}")
+        self.path = path
+
+
+class CorruptStoreError(StoreError):
+    """A store file exists but cannot be read (for example a damaged SQLite file)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"store file {path!r} is unreadable: {reason}")
+        self.path = path
+
+
+class EmbeddingError(HelloMemoryError, RuntimeError):
+    """An embedder failed; no vector (zero or otherwise) was produced for the batch."""
+
+
+class LLMError(HelloMemoryError, RuntimeError):
+    """An LLM call failed."""
+
+
+class LLMUnavailableError(LLMError):
+    """A feature needs an LLM and none is configured."""
+
+
+class MissingDependencyError(HelloMemoryError, ImportError):
+    """An optional dependency is not installed; the message names the pip command."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        super().__init__(
+            f"{package} is not installed; install it with: pip install 'hello-memory[{extra}]'"
+        )
+        self.package = package
+        self.extra = extra
+
+
+class ConversionError(HelloMemoryError, ValueError):
+    """A document could not be converted to text; nothing was indexed."""
+
+    def __init__(self, path: str, reason: str, *, extra: str | None = None) -> None:
+        hint = f"; install: pip install 'hello-memory[{extra}]'" if extra else ""
+        super().__init__(f"cannot convert {path!r}: {reason}{hint}")
+        self.path = path
+        self.reason = reason
+        self.extra = extra

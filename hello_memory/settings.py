@@ -1,0 +1,96 @@
+"""One settings class for the whole library (env prefix ``HELLO_MEMORY_``).
+
+Nothing reads the environment at import time: ``Settings()`` reads it when it is built, and
+library classes take a ``Settings`` (or explicit keyword arguments) instead of reading it
+themselves. The conventional names ``QDRANT_URL``, ``NEO4J_URI``, ``DASHSCOPE_API_KEY`` and
+``LLM_*`` are accepted alongside the prefixed ones.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _env(name: str) -> AliasChoices:
+    """Accept ``HELLO_MEMORY_<NAME>`` and the conventional ``<NAME>``."""
+    return AliasChoices(f"HELLO_MEMORY_{name}", name)
+
+
+EmbedderName = Literal["auto", "e5", "sentence-transformers", "dashscope", "tfidf"]
+FusionName = Literal["convex", "rrf", "dense"]
+
+
+class Settings(BaseSettings):
+    """Configuration; every field can be set from the environment or passed directly.
+
+    Example:
+        >>> s = Settings(home="/tmp/hm", embedder="tfidf")
+        >>> s.embedder
+        'tfidf'
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="HELLO_MEMORY_", extra="ignore", populate_by_name=True, validate_default=True
+    )
+
+    home: Path = Field(default=Path("hello_memory_data"), description="data directory (embedded stores)")
+
+    # embedders
+    embedder: EmbedderName = Field(
+        default="auto", description="auto = DashScope when DASHSCOPE_API_KEY is set, else e5 (offline)"
+    )
+    embedder_model: str | None = Field(default=None, description="model name/path for sentence-transformers")
+    embed_batch_size: int = Field(default=32, ge=1, le=2048)
+    dashscope_api_key: SecretStr | None = Field(default=None, validation_alias=_env("DASHSCOPE_API_KEY"))
+    dashscope_embedding_model: str = "text-embedding-v3"
+    dashscope_base_url: str = "https://dashscope.aliyuncs.com/compatible-mode/v1"
+
+    # vector index
+    qdrant_url: str | None = Field(default=None, validation_alias=_env("QDRANT_URL"))
+    qdrant_api_key: SecretStr | None = Field(default=None, validation_alias=_env("QDRANT_API_KEY"))
+    qdrant_timeout: float = Field(default=30.0, gt=0)
+    collection_prefix: str = Field(default="hm", pattern=r"^[A-Za-z0-9_]{1,32}$")
+
+    # graph
+    neo4j_uri: str | None = Field(default=None, validation_alias=_env("NEO4J_URI"))
+    neo4j_username: str = Field(default="neo4j", validation_alias=_env("NEO4J_USERNAME"))
+    neo4j_password: SecretStr | None = Field(default=None, validation_alias=_env("NEO4J_PASSWORD"))
+    neo4j_database: str = Field(default="neo4j", validation_alias=_env("NEO4J_DATABASE"))
+
+    # LLM (OpenAI-compatible; DashScope compatible mode when only DASHSCOPE_API_KEY is set)
+    llm_base_url: str | None = Field(default=None, validation_alias=_env("LLM_BASE_URL"))
+    llm_api_key: SecretStr | None = Field(default=None, validation_alias=_env("LLM_API_KEY"))
+    llm_model: str | None = Field(default=None, validation_alias=_env("LLM_MODEL"))
+    llm_timeout: float = Field(default=60.0, gt=0, validation_alias=_env("LLM_TIMEOUT"))
+
+    # relevance (DESIGN §5)
+    fusion: FusionName = Field(default="convex", description="how dense and lexical relevance combine")
+    dense_weight: float = Field(default=0.6, ge=0, le=1)
+    candidate_multiplier: int = Field(default=5, ge=1, le=100)
+    min_score: float = Field(default=0.0, ge=0, le=2, description="absolute floor on the final score")
+
+    # working memory (seed 002 §2.2)
+    working_capacity: int = Field(default=50, ge=1)
+    working_ttl_minutes: float = Field(default=60.0, gt=0)
+    working_token_budget: int = Field(default=2000, ge=1)
+
+    # RAG (seed 002 §3)
+    chunk_tokens: int = Field(default=400, ge=16)
+    overlap_tokens: int = Field(default=60, ge=0)
+    mqe_expansions: int = Field(default=2, ge=0, le=10)
+    candidate_pool_multiplier: int = Field(default=4, ge=1, le=50)
+    expansion_merge: Literal["max", "rrf"] = "max"
+
+    def resolved_embedder(self) -> Literal["e5", "sentence-transformers", "dashscope", "tfidf"]:
+        """The embedder that ``auto`` stands for under these settings."""
+        if self.embedder != "auto":
+            return self.embedder
+        return "dashscope" if self.dashscope_api_key else "e5"
+
+    def llm_configured(self) -> bool:
+        """True when an LLM endpoint can be built from these settings."""
+        return bool(self.llm_api_key or self.dashscope_api_key or self.llm_base_url)
