@@ -1,0 +1,82 @@
+"""MADial-Bench (NAACL 2025): memory recall from the dialogue before the test turn.
+
+Memory bank: ``MADial-Bench-{lang}-memory.json``, one JSON object per line, ``{id: {time, scene,
+emotion, event, user-id}}``; a memory's text is its ``event``. Queries:
+``MADial-Bench-{lang}-dialogue-dev.json``, one dialogue per line; the query is
+``"".join(dialogue[:test_turn[0]])`` without the ``<BOD>`` marker, the gold is ``relevant-id``.
+
+Corpus choice: ONE CORPUS PER USER. The benchmark's own recall script
+(``embedding_top_20_new.py`` in hejunqing/MADial-Bench) ranks only the memories of the dialogue's
+``user-id``, every ``relevant-id`` belongs to that user, and a memory system keeps users apart.
+The English memory file has no ``user-id``; it lists the users' memories in blocks of ascending
+ids (the original script slices it ``[:76]`` / ``[76:]``), so a new user starts where the id drops.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from benchmarks.datasets.base import Doc, Query, RetrievalTask
+
+logger = logging.getLogger(__name__)
+
+LANGS = ("zh", "en")
+
+
+def _read_lines(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _parse_day(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text.strip(), "%Y-%m-%d").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def load_memories(path: Path) -> dict[str, list[Doc]]:
+    """User id -> that user's memories, from a ``*-memory.json`` file."""
+    corpora: dict[str, list[Doc]] = {}
+    block, previous = 1, -1
+    for line in _read_lines(path):
+        for mid, mem in line.items():
+            if "user-id" in mem:
+                user = str(mem["user-id"])
+            else:  # English file: ids ascend within a user's block and drop at the next user
+                block += int(mid) < previous
+                previous = int(mid)
+                user = str(block)
+            meta = {"scene": mem.get("scene"), "emotion": mem.get("emotion")}
+            corpora.setdefault(user, []).append(
+                Doc(str(mid), str(mem["event"]), _parse_day(str(mem.get("time", ""))), None, None, meta)
+            )
+    return corpora
+
+
+def dialogue_query(item: dict[str, Any], qid: str) -> Query:
+    """The query for one dialogue: its turns before the first test turn."""
+    turns = [t for t in item["dialogue"][: int(item["test-turn"][0])] if t.strip() != "<BOD>"]
+    gold = frozenset(str(r) for r in item["relevant-id"])
+    return Query(qid, "".join(turns).strip(), str(item["user-id"]), gold)
+
+
+def load(path: Path, lang: str = "zh") -> RetrievalTask:
+    """Load MADial-Bench ``lang`` from the directory holding its files."""
+    if lang not in LANGS:
+        raise ValueError(f"madial --lang must be one of {LANGS}, not {lang!r}")
+    corpora = load_memories(path / f"MADial-Bench-{lang}-memory.json")
+    items = _read_lines(path / f"MADial-Bench-{lang}-dialogue-dev.json")
+    queries = [dialogue_query(item, str(item.get("id", i))) for i, item in enumerate(items)]
+    known = {(cid, d.doc_id) for cid, docs in corpora.items() for d in docs}
+    foreign = sum(1 for q in queries for g in q.gold if (q.corpus_id, g) not in known)
+    if foreign:
+        logger.warning("madial-%s: %d relevant ids are not memories of the dialogue's user", lang, foreign)
+    notes = ("one corpus per user-id (the benchmark's convention)",) + (
+        (f"{foreign} relevant ids outside the user's memories",) if foreign else ()
+    )
+    return RetrievalTask(f"madial-{lang}", corpora, queries, unit="memory", notes=notes)

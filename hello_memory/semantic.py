@@ -1,0 +1,98 @@
+"""Semantic tier: entity/relation annotation, fact supersession and graph relevance."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from hello_memory.models import Entity, HistoryEntry, MemoryItem, Relation
+from hello_memory.scoring import graph_relevance
+from hello_memory.text import lexical_tokens
+
+if TYPE_CHECKING:
+    from hello_memory.manager import MemoryManager
+
+Links = tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]
+SUPERSEDED_FACTOR = 0.6  # a superseded fact still answers "what was true", but ranks below the current one
+
+
+def _extract(
+    mm: MemoryManager, text: str, *, allow_llm: bool = True
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    from hello_memory import extraction
+
+    if allow_llm and mm.llm is not None:
+        result = extraction.LLMExtractor(mm.llm).extract(text)
+    else:
+        result = extraction.extract(text)
+    return list(result.entities), list(result.relations)
+
+
+def annotate(mm: MemoryManager, item: MemoryItem) -> Links:
+    """Extract entities and relations of ``item``, set them on it and return the graph links."""
+    from hello_memory.extraction import entity_id
+
+    names, rels = _extract(mm, item.content)
+    ents: dict[str, tuple[str, str, str]] = {}
+    for name, kind in names:
+        eid = entity_id(item.user_id, name)
+        ents.setdefault(eid, (eid, name, kind))
+    edges = []
+    for src, rel, dst in rels:
+        s, d = entity_id(item.user_id, src), entity_id(item.user_id, dst)
+        for eid, name in ((s, src), (d, dst)):
+            ents.setdefault(eid, (eid, name, "concept"))
+        edges.append((s, d, rel))
+    links: Links = (list(ents.values()), edges)
+    item.entities = [Entity(id=e[0], name=e[1], type=e[2]) for e in links[0]]
+    item.relations = [Relation(source_id=s, target_id=d, type=r) for s, d, r in edges]
+    return links
+
+
+def with_links(item: MemoryItem, links: Links) -> MemoryItem:
+    """A copy of ``item`` carrying ``links`` as its entities and relations."""
+    return item.model_copy(update={
+        "entities": [Entity(id=e[0], name=e[1], type=e[2]) for e in links[0]],
+        "relations": [Relation(source_id=s, target_id=d, type=r) for s, d, r in links[1]],
+    })
+
+
+def links_of(item: MemoryItem) -> Links:
+    """The graph links stored on an item."""
+    return ([(e.id, e.name, e.type) for e in item.entities],
+            [(r.source_id, r.target_id, r.type) for r in item.relations])
+
+
+def record_facts(mm: MemoryManager, conn: sqlite3.Connection, item: MemoryItem, links: Links) -> None:
+    """Store functional facts of ``item`` and supersede older memories that contradict them."""
+    from hello_memory.extraction import FUNCTIONAL_RELATIONS
+
+    records = mm.bundle.records
+    for s, o, rel in links[1]:
+        if rel not in FUNCTIONAL_RELATIONS:
+            continue
+        for old_id in records.conflicting_facts(item.user_id, s, rel, o):
+            old = records.fetch([old_id], item.user_id).get(old_id)
+            if old is None or old.id == item.id:
+                continue
+            newer = old.model_copy(update={"valid_to": item.created_at, "superseded_by": item.id})
+            records.replace(conn, newer, None)
+            records.add_history(conn, HistoryEntry(
+                memory_id=old.id, event="supersede", old=None,
+                new={"superseded_by": item.id, "relation": rel}, at=item.created_at), item.user_id)
+        records.add_fact(conn, item.user_id, item.id, s, rel, o)
+
+
+def graph_scores(mm: MemoryManager, user_id: str, query: str, *, max_hops: int = 2) -> dict[str, float]:
+    """memory id → graph relevance through entities linked to the query's entities."""
+    names, _ = _extract(mm, query, allow_llm=False)  # rules: no LLM call per search
+    candidates = {n for n, _ in names} | set(lexical_tokens(query)) | set(query.split())
+    graph = mm.bundle.graph
+    start = [eid for eid, _ in graph.find_entities(user_id, sorted(candidates))]
+    if not start:
+        return {}
+    hops = {n.entity_id: n.hops for n in graph.neighbours(user_id, start, max_hops=max_hops)}
+    out: dict[str, float] = {}
+    for memory_id, entity_ids in graph.memories_mentioning(user_id, list(hops)).items():
+        out[memory_id] = max(graph_relevance(hops[e]) for e in entity_ids)
+    return out

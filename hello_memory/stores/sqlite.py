@@ -1,0 +1,422 @@
+"""SQLite record store: memories, history, FTS5 lexical index, pending-index journal.
+
+SQLite is the source of truth for memories. The FTS5 table (BM25 ranking, built into SQLite)
+is written in the same transaction as the record, so the lexical index can never disagree
+with the records. Writes that must also reach the vector index are journalled in ``pending``
+in that same transaction and cleared once the vector write returned; on open, the owner
+replays the journal (see :meth:`SQLiteRecordStore.pending`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hello_memory.errors import CorruptStoreError, StoreError
+from hello_memory.models import HistoryEntry, MemoryItem
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+_COLUMNS = (
+    "id", "user_id", "agent_id", "session_id", "memory_type", "content", "importance",
+    "created_at", "updated_at", "last_accessed_at", "access_count", "deleted_at", "metadata", "fields",
+)
+_FIELDS = (
+    "event_type", "context", "outcome", "participants", "tags", "entities", "relations",
+    "valid_from", "valid_to", "superseded_by", "modality", "source_path", "media_hash",
+)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, agent_id TEXT, session_id TEXT,
+    memory_type TEXT NOT NULL, content TEXT NOT NULL, importance REAL NOT NULL,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, last_accessed_at REAL,
+    access_count INTEGER NOT NULL DEFAULT 0, deleted_at REAL,
+    metadata TEXT NOT NULL DEFAULT '{}', fields TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS ix_mem_user_type ON memories(user_id, memory_type, deleted_at);
+CREATE INDEX IF NOT EXISTS ix_mem_user_session ON memories(user_id, session_id);
+CREATE INDEX IF NOT EXISTS ix_mem_user_created ON memories(user_id, created_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(scope, tokens, tokenize='unicode61');
+CREATE TABLE IF NOT EXISTS history (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL, user_id TEXT NOT NULL,
+    event TEXT NOT NULL, old TEXT, new TEXT, at REAL NOT NULL, actor TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_hist_mem ON history(memory_id);
+CREATE INDEX IF NOT EXISTS ix_hist_user ON history(user_id);
+CREATE TABLE IF NOT EXISTS pending (
+    memory_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, op TEXT NOT NULL, at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS facts (
+    user_id TEXT NOT NULL, memory_id TEXT NOT NULL, subject_id TEXT NOT NULL,
+    relation TEXT NOT NULL, object_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_facts_subject ON facts(user_id, subject_id, relation);
+CREATE INDEX IF NOT EXISTS ix_facts_memory ON facts(memory_id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_FTS_SAFE = re.compile(r"[^\w]", re.UNICODE)
+
+
+def _ts(dt: datetime | None) -> float | None:
+    if dt is None:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def _dt(ts: float | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def scope_token(user_id: str) -> str:
+    """FTS token that restricts a MATCH to one user (the join on user_id still enforces it)."""
+    return "u" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:24]
+
+
+def fts_tokens(tokens: Iterable[str]) -> list[str]:
+    """Lexical tokens made safe for FTS5 (only word characters; empty ones dropped)."""
+    out = []
+    for t in tokens:
+        s = _FTS_SAFE.sub("", t)
+        if s:
+            out.append(s.lower())
+    return out
+
+
+class SQLiteRecordStore:
+    """Memories and their history in one SQLite file (WAL, transactions, versioned schema).
+
+    Example:
+        >>> store = SQLiteRecordStore("/tmp/hm-doc/records.db")
+        >>> store.close()
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+
+    # -- connection -------------------------------------------------------------------------
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The open connection (opened on first use)."""
+        if self._conn is None:
+            self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise CorruptStoreError(str(self.path), f"schema version {version} is newer than this library")
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as e:
+            raise CorruptStoreError(str(self.path), str(e)) from e
+        return conn
+
+    def close(self) -> None:
+        """Close the connection; idempotent."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """An IMMEDIATE transaction: everything inside commits together or not at all."""
+        with self._lock:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            try:
+                cur = self.conn.execute(sql, params)
+                return cur.fetchall()
+            except sqlite3.DatabaseError as e:
+                raise StoreError(f"SQLite query failed: {e}") from e
+
+    # -- rows -------------------------------------------------------------------------------
+    @staticmethod
+    def to_row(item: MemoryItem) -> tuple[Any, ...]:
+        """Column values of ``item`` in ``_COLUMNS`` order."""
+        data = item.model_dump(mode="json", include=set(_FIELDS))
+        return (
+            item.id, item.user_id, item.agent_id, item.session_id, item.memory_type.value, item.content,
+            item.importance, _ts(item.created_at), _ts(item.updated_at), _ts(item.last_accessed_at),
+            item.access_count, _ts(item.deleted_at), json.dumps(item.metadata, ensure_ascii=False),
+            json.dumps(data, ensure_ascii=False),
+        )
+
+    @staticmethod
+    def from_row(row: Sequence[Any]) -> MemoryItem:
+        """Rebuild a :class:`MemoryItem` from a row in ``_COLUMNS`` order."""
+        fields = json.loads(row[13])
+        return MemoryItem(
+            id=row[0], user_id=row[1], agent_id=row[2], session_id=row[3], memory_type=row[4],
+            content=row[5], importance=row[6], created_at=_dt(row[7]), updated_at=_dt(row[8]),
+            last_accessed_at=_dt(row[9]), access_count=row[10], deleted_at=_dt(row[11]),
+            metadata=json.loads(row[12]), **{k: v for k, v in fields.items() if v is not None},
+        )
+
+    # -- writes (call inside transaction()) --------------------------------------------------
+    def insert(self, conn: sqlite3.Connection, item: MemoryItem, tokens: Sequence[str]) -> None:
+        """Insert a memory and its lexical tokens."""
+        conn.execute(f"INSERT INTO memories ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})",
+                     self.to_row(item))
+        self._index_tokens(conn, item.id, item.user_id, tokens)
+
+    def replace(self, conn: sqlite3.Connection, item: MemoryItem, tokens: Sequence[str] | None) -> None:
+        """Overwrite a memory's row; re-index its tokens when ``tokens`` is given."""
+        sets = ",".join(f"{c}=?" for c in _COLUMNS[1:])
+        conn.execute(f"UPDATE memories SET {sets} WHERE id=?", (*self.to_row(item)[1:], item.id))
+        if tokens is not None:
+            self._unindex_tokens(conn, item.id)
+            self._index_tokens(conn, item.id, item.user_id, tokens)
+
+    def delete_rows(self, conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+        """Delete memories, their tokens and facts (history is kept unless purged separately)."""
+        for mid in ids:
+            self._unindex_tokens(conn, mid)
+            conn.execute("DELETE FROM memories WHERE id=?", (mid,))
+            conn.execute("DELETE FROM facts WHERE memory_id=?", (mid,))
+
+    def unindex(self, conn: sqlite3.Connection, memory_id: str) -> None:
+        """Drop a memory's lexical tokens (soft delete)."""
+        self._unindex_tokens(conn, memory_id)
+
+    def reindex(self, conn: sqlite3.Connection, item: MemoryItem, tokens: Sequence[str]) -> None:
+        """Re-create a memory's lexical tokens (restore)."""
+        self._unindex_tokens(conn, item.id)
+        self._index_tokens(conn, item.id, item.user_id, tokens)
+
+    def _index_tokens(self, conn: sqlite3.Connection, mid: str, user_id: str, tokens: Sequence[str]) -> None:
+        rowid = conn.execute("SELECT rowid FROM memories WHERE id=?", (mid,)).fetchone()[0]
+        conn.execute("INSERT INTO memories_fts(rowid, scope, tokens) VALUES (?,?,?)",
+                     (rowid, scope_token(user_id), " ".join(fts_tokens(tokens))))
+
+    def _unindex_tokens(self, conn: sqlite3.Connection, mid: str) -> None:
+        row = conn.execute("SELECT rowid FROM memories WHERE id=?", (mid,)).fetchone()
+        if row is not None:
+            conn.execute("DELETE FROM memories_fts WHERE rowid=?", (row[0],))
+
+    def add_history(self, conn: sqlite3.Connection, entry: HistoryEntry, user_id: str) -> None:
+        """Append one history entry."""
+        conn.execute(
+            "INSERT INTO history(memory_id,user_id,event,old,new,at,actor) VALUES (?,?,?,?,?,?,?)",
+            (entry.memory_id, user_id, entry.event,
+             None if entry.old is None else json.dumps(entry.old, ensure_ascii=False, default=str),
+             None if entry.new is None else json.dumps(entry.new, ensure_ascii=False, default=str),
+             _ts(entry.at), entry.actor),
+        )
+
+    def add_pending(self, conn: sqlite3.Connection, memory_id: str, user_id: str, op: str, at: float) -> None:
+        """Journal a vector-index operation (``index`` or ``unindex``) for ``memory_id``."""
+        conn.execute("INSERT OR REPLACE INTO pending(memory_id,user_id,op,at) VALUES (?,?,?,?)",
+                     (memory_id, user_id, op, at))
+
+    def clear_pending(self, ids: Sequence[str]) -> None:
+        """Remove journal entries whose vector operation completed."""
+        if not ids:
+            return
+        with self.transaction() as conn:
+            conn.executemany("DELETE FROM pending WHERE memory_id=?", [(i,) for i in ids])
+
+    def pending(self) -> list[tuple[str, str, str]]:
+        """Unfinished vector operations as (memory_id, user_id, op)."""
+        return [(r[0], r[1], r[2]) for r in self._query("SELECT memory_id,user_id,op FROM pending")]
+
+    def add_fact(self, conn: sqlite3.Connection, user_id: str, memory_id: str, s: str, rel: str, o: str) -> None:
+        """Record a functional fact (subject, relation, object) asserted by a memory."""
+        conn.execute("INSERT INTO facts VALUES (?,?,?,?,?)", (user_id, memory_id, s, rel, o))
+
+    def conflicting_facts(self, user_id: str, subject_id: str, relation: str, object_id: str) -> list[str]:
+        """Ids of current memories asserting (subject, relation, another object)."""
+        rows = self._query(
+            "SELECT DISTINCT f.memory_id FROM facts f JOIN memories m ON m.id=f.memory_id "
+            "WHERE f.user_id=? AND f.subject_id=? AND f.relation=? AND f.object_id<>? "
+            "AND m.deleted_at IS NULL AND json_extract(m.fields,'$.valid_to') IS NULL",
+            (user_id, subject_id, relation, object_id),
+        )
+        return [r[0] for r in rows]
+
+    def touch(self, ids: Sequence[str], at: datetime) -> None:
+        """Record an access (last_accessed_at, access_count) for ``ids``."""
+        if not ids:
+            return
+        with self.transaction() as conn:
+            conn.executemany(
+                "UPDATE memories SET last_accessed_at=?, access_count=access_count+1 WHERE id=?",
+                [(_ts(at), i) for i in ids],
+            )
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a key/value in the meta table."""
+        with self.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta(key,value) VALUES (?,?)", (key, value))
+
+    def get_meta(self, key: str) -> str | None:
+        """Read a key from the meta table."""
+        rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
+        return rows[0][0] if rows else None
+
+    # -- reads ------------------------------------------------------------------------------
+    def fetch(self, ids: Sequence[str], user_id: str | None, *, include_deleted: bool = False) -> dict[str, MemoryItem]:
+        """Memories by id, restricted to ``user_id`` (``None`` = any user, internal use only)."""
+        out: dict[str, MemoryItem] = {}
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            sql = f"SELECT {','.join(_COLUMNS)} FROM memories WHERE id IN ({','.join('?' * len(part))})"
+            params: list[Any] = list(part)
+            if user_id is not None:
+                sql += " AND user_id=?"
+                params.append(user_id)
+            if not include_deleted:
+                sql += " AND deleted_at IS NULL"
+            for row in self._query(sql, params):
+                out[row[0]] = self.from_row(row)
+        return out
+
+    def list_items(
+        self,
+        user_id: str,
+        *,
+        types: Sequence[str] | None = None,
+        deleted: bool | None = False,
+        session_id: str | None = None,
+        time_range: tuple[float | None, float | None] | None = None,
+        order: str = "created_at DESC",
+        limit: int | None = None,
+    ) -> list[MemoryItem]:
+        """A user's memories, filtered (``deleted=None`` returns live and deleted)."""
+        where, params = self._where(user_id, types, deleted, session_id, time_range)
+        sql = f"SELECT {','.join(_COLUMNS)} FROM memories WHERE {where} ORDER BY {order}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [self.from_row(r) for r in self._query(sql, params)]
+
+    @staticmethod
+    def _where(
+        user_id: str,
+        types: Sequence[str] | None,
+        deleted: bool | None,
+        session_id: str | None,
+        time_range: tuple[float | None, float | None] | None,
+        alias: str = "",
+    ) -> tuple[str, list[Any]]:
+        p = f"{alias}." if alias else ""
+        clauses, params = [f"{p}user_id=?"], [user_id]
+        if types:
+            clauses.append(f"{p}memory_type IN ({','.join('?' * len(types))})")
+            params.extend(types)
+        if deleted is not None:
+            clauses.append(f"{p}deleted_at IS {'NOT ' if deleted else ''}NULL")
+        if session_id is not None:
+            clauses.append(f"{p}session_id=?")
+            params.append(session_id)
+        if time_range is not None:
+            lo, hi = time_range
+            if lo is not None:
+                clauses.append(f"{p}created_at>=?")
+                params.append(lo)
+            if hi is not None:
+                clauses.append(f"{p}created_at<=?")
+                params.append(hi)
+        return " AND ".join(clauses), params
+
+    def lexical_search(
+        self,
+        user_id: str,
+        tokens: Sequence[str],
+        *,
+        types: Sequence[str] | None,
+        limit: int,
+        session_id: str | None = None,
+        time_range: tuple[float | None, float | None] | None = None,
+    ) -> dict[str, float]:
+        """BM25 (higher is better) of the user's live memories matching any of ``tokens``."""
+        terms = list(dict.fromkeys(fts_tokens(tokens)))
+        if not terms:
+            return {}
+        match = f'scope:"{scope_token(user_id)}" AND tokens:(' + " OR ".join(f'"{t}"' for t in terms) + ")"
+        where, params = self._where(user_id, types, False, session_id, time_range, alias="m")
+        sql = (
+            "SELECT m.id, bm25(memories_fts, 0.0, 1.0) AS s FROM memories_fts "
+            "JOIN memories m ON m.rowid = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {where} ORDER BY s LIMIT ?"
+        )
+        rows = self._query(sql, [match, *params, int(limit)])
+        return {r[0]: -float(r[1]) for r in rows}
+
+    def history(self, memory_id: str, user_id: str) -> list[HistoryEntry]:
+        """Every recorded change of one of the user's memories, oldest first."""
+        rows = self._query(
+            "SELECT memory_id,event,old,new,at,actor FROM history WHERE memory_id=? AND user_id=? ORDER BY seq",
+            (memory_id, user_id),
+        )
+        return [
+            HistoryEntry(memory_id=r[0], event=r[1], old=None if r[2] is None else json.loads(r[2]),
+                         new=None if r[3] is None else json.loads(r[3]), at=_dt(r[4]), actor=r[5])
+            for r in rows
+        ]
+
+    def count_by_type(self, user_id: str, *, deleted: bool = False) -> dict[str, int]:
+        """Number of the user's (live or deleted) memories per tier."""
+        rows = self._query(
+            f"SELECT memory_type, COUNT(*) FROM memories WHERE user_id=? AND deleted_at IS "
+            f"{'NOT ' if deleted else ''}NULL GROUP BY memory_type",
+            (user_id,),
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def avg_importance(self, user_id: str) -> float:
+        """Mean importance of the user's live memories (0 when none)."""
+        rows = self._query("SELECT AVG(importance) FROM memories WHERE user_id=? AND deleted_at IS NULL", (user_id,))
+        return float(rows[0][0] or 0.0)
+
+    def users(self) -> list[str]:
+        """Every user id with at least one memory row."""
+        return [r[0] for r in self._query("SELECT DISTINCT user_id FROM memories")]
+
+    def forget_user(self, user_id: str) -> dict[str, int]:
+        """Delete every row of ``user_id`` in every table; returns counts per table."""
+        with self.transaction() as conn:
+            scope = scope_token(user_id)
+            fts = conn.execute("DELETE FROM memories_fts WHERE scope=?", (scope,)).rowcount
+            counts = {"lexical": fts}
+            for table in ("memories", "history", "pending", "facts"):
+                counts[table] = conn.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,)).rowcount
+        return counts
+
+    def residue(self, user_id: str) -> dict[str, int]:
+        """Rows left for ``user_id`` in every table (0 everywhere after :meth:`forget_user`)."""
+        out = {t: self._query(f"SELECT COUNT(*) FROM {t} WHERE user_id=?", (user_id,))[0][0]
+               for t in ("memories", "history", "pending", "facts")}
+        out["lexical"] = self._query("SELECT COUNT(*) FROM memories_fts WHERE scope=?",
+                                     (scope_token(user_id),))[0][0]
+        return out

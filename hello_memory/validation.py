@@ -1,0 +1,103 @@
+"""Input validation for the public API: clear :class:`InvalidInputError`, nothing stored."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.models import MemoryType
+
+MAX_CONTENT_CHARS = 200_000
+MAX_METADATA_BYTES = 64_000
+MAX_ID_CHARS = 256
+MAX_LIMIT = 1000
+
+
+def check_text(value: Any, field: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str:
+    """A non-empty, valid-UTF-8 string of at most ``max_chars`` characters."""
+    if isinstance(value, bytes | bytearray):
+        raise InvalidInputError(f"{field} must be text (str), not bytes; decode it first", field=field)
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be a string, got {type(value).__name__}", field=field)
+    if not value.strip():
+        raise InvalidInputError(f"{field} is empty or whitespace only", field=field)
+    if len(value) > max_chars:
+        raise InvalidInputError(f"{field} has {len(value)} characters; the limit is {max_chars}", field=field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidInputError(f"{field} is not valid Unicode text ({e.reason} at {e.start})", field=field) from e
+    if "\x00" in value:
+        raise InvalidInputError(f"{field} contains NUL characters", field=field)
+    return value
+
+
+def check_id(value: Any, field: str) -> str:
+    """A user/session/memory id: a non-empty string without control characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{field} must be a non-empty string", field=field)
+    if len(value) > MAX_ID_CHARS or any(ord(c) < 32 for c in value):
+        raise InvalidInputError(f"{field} is too long or contains control characters", field=field)
+    return value
+
+
+def check_importance(value: Any, field: str = "importance") -> float:
+    """A finite number in [0, 1] (booleans rejected)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"{field} must be a number in [0, 1], got {type(value).__name__}", field=field)
+    v = float(value)
+    if not math.isfinite(v) or not 0.0 <= v <= 1.0:
+        raise InvalidInputError(f"{field} must be in [0, 1], got {value!r}", field=field)
+    return v
+
+
+def check_memory_type(value: Any, enabled: Iterable[MemoryType], field: str = "memory_type") -> MemoryType:
+    """A known and enabled memory type."""
+    try:
+        mt = MemoryType(value)
+    except (ValueError, TypeError):
+        names = ", ".join(m.value for m in MemoryType)
+        raise InvalidInputError(f"unknown {field} {value!r}; expected one of: {names}", field=field) from None
+    if mt not in set(enabled):
+        raise InvalidInputError(f"memory type {mt.value!r} is not enabled in this MemoryManager", field=field)
+    return mt
+
+
+def check_metadata(value: Any) -> dict[str, Any]:
+    """A JSON-serialisable dict with string keys, at most ``MAX_METADATA_BYTES`` when encoded."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}", field="metadata")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as e:
+        raise InvalidInputError(f"metadata is not JSON-serialisable: {e}", field="metadata") from e
+    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise InvalidInputError(f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata")
+    return dict(json.loads(encoded))
+
+
+def check_datetime(value: Any, field: str) -> datetime:
+    """A datetime (naive = UTC) or an ISO-8601 string."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError as e:
+            raise InvalidInputError(f"{field} is not an ISO-8601 date/time: {value!r}", field=field) from e
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{field} must be a datetime or ISO string", field=field)
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def check_limit(value: Any, field: str = "limit", *, maximum: int = MAX_LIMIT) -> int:
+    """An integer in [1, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{field} must be an integer, got {type(value).__name__}", field=field)
+    if not 1 <= value <= maximum:
+        raise InvalidInputError(f"{field} must be between 1 and {maximum}, got {value}", field=field)
+    return value
