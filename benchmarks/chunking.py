@@ -42,6 +42,14 @@ def fixed_chunks(docs: Iterable[Doc], size: int = 1000) -> list[Doc]:
     for doc in docs:
         for start in range(0, len(doc.text), size):
             end = min(start + size, len(doc.text))
-            out.append(Doc(span_id(doc.doc_id, start, end), doc.text[start:end], doc.created_at,
-                           doc.doc_id, doc.speaker, {"document_id": doc.doc_id}))
+            out.append(
+                Doc(
+                    span_id(doc.doc_id, start, end),
+                    doc.text[start:end],
+                    doc.created_at,
+                    doc.doc_id,
+                    doc.speaker,
+                    {"document_id": doc.doc_id},
+                )
+            )
     return out

@@ -54,8 +54,11 @@ def _aggregate(level: str, rows: list[tuple[Query, dict[str, float]]]) -> LevelR
     cats = sorted({q.category for q, _ in rows if q.category is not None})
     by_cat = {c: [m for q, m in rows if q.category == c] for c in cats}
     return LevelReport(
-        level, len(rows), mean_metrics([m for _, m in rows]),
-        {c: mean_metrics(ms) for c, ms in by_cat.items()}, {c: len(ms) for c, ms in by_cat.items()},
+        level,
+        len(rows),
+        mean_metrics([m for _, m in rows]),
+        {c: mean_metrics(ms) for c, ms in by_cat.items()},
+        {c: len(ms) for c, ms in by_cat.items()},
     )
 
 

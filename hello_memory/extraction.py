@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import re
@@ -22,7 +23,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from hello_memory import _extraction_rules as rules
+from hello_memory._extraction import relations as rules
 from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient
 
@@ -33,6 +34,7 @@ FUNCTIONAL_RELATIONS = frozenset({"is", "lives_in", "works_at"})
 ENTITY_TYPES = ("person", "place", "organization", "concept")
 USER_ENTITY = "user"
 MAX_ENTITIES = 12
+MAX_COOCCURRENCE = 10
 _ENTITY_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "hello-memory:entity")
 
 
@@ -76,37 +78,70 @@ def extract(text: str) -> Extraction:
     """Rule-based entities and relations of ``text`` (Chinese, English or mixed); never calls an LLM."""
     if not text or not any(ch.isalnum() for ch in text):
         return Extraction()
-    spans, relations = rules.analyse(text)
-    return _assemble(spans, relations)
+    spans, triples = rules.analyse(text)
+    mentions = _mentions(spans, triples)
+    chosen = _choose(mentions, triples)
+    relations: list[tuple[str, str, str]] = []
+    for s, rel, o in triples:
+        sk, ok = normalise_name(s.name), normalise_name(o.name)
+        triple = (mentions[sk][0], rel, mentions[ok][0])
+        if sk in chosen and ok in chosen and sk != ok and triple not in relations:
+            relations.append(triple)
+    relations.extend(_cooccurrence(text, spans, chosen, mentions, relations))
+    return Extraction([mentions[k][:2] for k in chosen], relations)
 
 
-def _assemble(spans: list[rules.Span], relations: list[tuple[rules.Span, str, rules.Span]]) -> Extraction:
-    """Pick at most MAX_ENTITIES entities (relation endpoints first) and the relations between them."""
-    types: dict[str, tuple[str, str, int]] = {}  # norm -> (name, type, first position)
-    for span in sorted(spans, key=lambda s: s.start):
+def _mentions(spans: list[rules.Span], triples: list[rules.Triple]) -> dict[str, tuple[str, str, int]]:
+    """normalised name -> (first written name, most specific type, first position)."""
+    out: dict[str, tuple[str, str, int]] = {}
+    endpoints = [e for s, _, o in triples for e in (s, o)]
+    for span in sorted([*spans, *endpoints], key=lambda s: s.start):
         key = normalise_name(span.name)
-        if not key:
+        if not key or (span.weak and span not in endpoints):
             continue
-        name, kind, pos = types.get(key, (span.name, span.type, span.start))
-        if kind == "concept" and span.type != "concept":
-            kind = span.type
-        types[key] = (name, kind, pos)
-    wanted = [normalise_name(s.name) for s, _, o in relations for s in (s, o)]
-    chosen = list(dict.fromkeys(k for k in wanted if k in types))
-    for key, _ in sorted(types.items(), key=lambda kv: kv[1][2]):
+        name, kind, pos = out.get(key, (span.name, span.type, span.start))
+        out[key] = (name, span.type if kind == "concept" else kind, pos)
+    return out
+
+
+def _choose(mentions: dict[str, tuple[str, str, int]], triples: list[rules.Triple]) -> list[str]:
+    """Relation endpoints first, then other mentions by position, at most MAX_ENTITIES; in text order."""
+    chosen = list(dict.fromkeys(normalise_name(e.name) for s, _, o in triples for e in (s, o)))
+    for key, _ in sorted(mentions.items(), key=lambda kv: kv[1][2]):
         if len(chosen) >= MAX_ENTITIES:
             break
         if key not in chosen:
             chosen.append(key)
-    chosen.sort(key=lambda k: types[k][2])
-    keep = set(chosen)
-    rels: list[tuple[str, str, str]] = []
-    for s, rel, o in relations:
-        sk, ok = normalise_name(s.name), normalise_name(o.name)
-        triple = (types[sk][0], rel, types[ok][0]) if sk in types and ok in types else None
-        if triple and sk in keep and ok in keep and sk != ok and triple not in rels:
-            rels.append(triple)
-    return Extraction([(types[k][0], types[k][1]) for k in chosen], rels)
+    return sorted(chosen, key=lambda k: mentions[k][2])
+
+
+def _cooccurrence(
+    text: str,
+    spans: list[rules.Span],
+    chosen: list[str],
+    mentions: dict[str, tuple[str, str, int]],
+    stated: list[tuple[str, str, str]],
+) -> list[tuple[str, str, str]]:
+    """``related_to`` between mentions of one sentence (each to its next two), for unrelated pairs."""
+    starts = rules.sentence_index(text)
+    linked = {frozenset((s, t)) for s, _, t in stated}
+    related = {normalise_name(e) for s, _, t in stated for e in (s, t)}
+    by_sentence: dict[int, list[str]] = {}
+    for span in sorted(spans, key=lambda s: s.start):
+        key = normalise_name(span.name)
+        keys = by_sentence.setdefault(bisect.bisect_right(starts, span.start), [])
+        if key in chosen and not span.weak and key not in keys:
+            keys.append(key)
+    out: list[tuple[str, str, str]] = []
+    for keys in by_sentence.values():
+        for i, key in enumerate(keys):
+            for other in keys[i + 1 : i + 3]:
+                pair = frozenset((mentions[key][0], mentions[other][0]))
+                both_related = key in related and other in related  # already 2 hops apart at most
+                if pair not in linked and not both_related and len(out) < MAX_COOCCURRENCE:
+                    linked.add(pair)
+                    out.append((mentions[key][0], "related_to", mentions[other][0]))
+    return out
 
 
 EXTRACTION_PROMPT = """Extract the entities and relations stated in the user's text.
@@ -119,9 +154,18 @@ at most 12 entities; every relation source and target must be one of the entitie
 or one without facts gives {"entities": [], "relations": []}."""
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
-_RELATION_ALIASES = {"is_a": "is", "like": "likes", "love": "likes", "loves": "likes",
-                     "dislike": "dislikes", "hates": "dislikes", "live_in": "lives_in",
-                     "work_at": "works_at", "works_for": "works_at", "have": "has"}
+_RELATION_ALIASES = {
+    "is_a": "is",
+    "like": "likes",
+    "love": "likes",
+    "loves": "likes",
+    "dislike": "dislikes",
+    "hates": "dislikes",
+    "live_in": "lives_in",
+    "work_at": "works_at",
+    "works_for": "works_at",
+    "have": "has",
+}
 
 
 class LLMExtractor:
@@ -172,7 +216,11 @@ def parse_llm_extraction(content: str) -> Extraction:
         source, rel, target = _fields(item, "source", "type", "target")
         for end in (source, target):
             entities.setdefault(normalise_name(end), (end.strip(), "concept"))
-        triple = (entities[normalise_name(source)][0], _relation_type(rel), entities[normalise_name(target)][0])
+        triple = (
+            entities[normalise_name(source)][0],
+            _relation_type(rel),
+            entities[normalise_name(target)][0],
+        )
         if triple[0] != triple[2] and triple not in relations:
             relations.append(triple)
     return Extraction(list(entities.values()), relations)

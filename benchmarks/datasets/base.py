@@ -94,6 +94,4 @@ class RetrievalTask:
         queries = self.queries[:n]
         used = {q.corpus_id for q in queries}
         corpora = {cid: docs for cid, docs in self.corpora.items() if cid in used}
-        return RetrievalTask(
-            self.name, corpora, queries, self.match, self.unit, self.chunk_chars, self.notes
-        )
+        return RetrievalTask(self.name, corpora, queries, self.match, self.unit, self.chunk_chars, self.notes)

@@ -27,12 +27,15 @@ def load(path: Path, chunk_chars: int = CHUNK_CHARS) -> RetrievalTask:
     items = json.loads((path / "qa_dev.json").read_text(encoding="utf-8"))
     queries = [
         Query(
-            str(it["id"]), str(it["question"]), CORPUS,
+            str(it["id"]),
+            str(it["question"]),
+            CORPUS,
             frozenset(span_id(s["doc"], int(s["start"]), int(s["end"])) for s in it["gold_spans"]),
             it.get("category"),
         )
         for it in items
         if it.get("gold_spans")
     ]
-    return RetrievalTask("docs_qa", {CORPUS: docs}, queries, match=Match.SPAN, unit="span",
-                         chunk_chars=chunk_chars)
+    return RetrievalTask(
+        "docs_qa", {CORPUS: docs}, queries, match=Match.SPAN, unit="span", chunk_chars=chunk_chars
+    )

@@ -66,8 +66,14 @@ def _conversation_docs(conv: dict[str, Any]) -> list[Doc]:
         for turn in conv[f"session_{s}"]:
             dia_id = normalise_evidence([turn["dia_id"]]) or {turn["dia_id"]}
             docs.append(
-                Doc(next(iter(dia_id)), _turn_text(turn), when, str(s), turn["speaker"],
-                    {"caption": turn.get("blip_caption")} if turn.get("blip_caption") else {})
+                Doc(
+                    next(iter(dia_id)),
+                    _turn_text(turn),
+                    when,
+                    str(s),
+                    turn["speaker"],
+                    {"caption": turn.get("blip_caption")} if turn.get("blip_caption") else {},
+                )
             )
     return docs
 
@@ -90,8 +96,9 @@ def load(path: Path) -> RetrievalTask:
             gold = evidence & known
             dropped += len(evidence - known)
             if gold:
-                queries.append(Query(f"{cid}/{i}", str(qa["question"]), cid, frozenset(gold),
-                                     CATEGORIES[qa["category"]]))
+                queries.append(
+                    Query(f"{cid}/{i}", str(qa["question"]), cid, frozenset(gold), CATEGORIES[qa["category"]])
+                )
     notes = (f"{dropped} evidence ids not found among the turns were dropped",) if dropped else ()
     if dropped:
         logger.info("locomo: dropped %d unknown evidence ids", dropped)

@@ -3,8 +3,10 @@
 Split ``oracle`` pools the evidence sessions of all questions into ONE corpus (identical session
 ids are indexed once), a realistic single-user retrieval task. Split ``s`` keeps one corpus per
 question: its own haystack of about 48 sessions. Only user turns are indexed (doc id
-``"{session_id}:{turn_index}"``, ``turn_index`` counting all turns of the session); the turn-level
-gold is the user turns flagged ``has_answer``, the session-level gold is ``answer_session_ids``.
+``"{session_id}:{turn_index}"``, ``turn_index`` counting all turns of the session); the
+turn-level gold is the user turns flagged ``has_answer`` in the question's answer sessions (a
+pooled session may be evidence for one question and a distractor for another), the
+session-level gold is ``answer_session_ids``.
 Abstention questions (``question_id`` ending in ``_abs``) are not queries (their oracle
 sessions still join the pooled corpus as distractors). Questions whose answer
 sits only in assistant turns have no turn-level gold and count for the session level only.
@@ -51,21 +53,29 @@ def _haystack(item: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], dat
     dates = item.get("haystack_dates") or [""] * len(item["haystack_session_ids"])
     return [
         (str(sid), turns, parse_date(str(date)))
-        for sid, turns, date in zip(item["haystack_session_ids"], item["haystack_sessions"], dates)
+        for sid, turns, date in zip(
+            item["haystack_session_ids"], item["haystack_sessions"], dates, strict=True
+        )
     ]
 
 
 def _query(item: dict[str, Any], corpus_id: str) -> Query:
+    sessions = frozenset(str(s) for s in item.get("answer_session_ids", []))
     gold = {
         f"{sid}:{i}"
         for sid, turns, _ in _haystack(item)
+        if sid in sessions
         for i, t in enumerate(turns)
         if t.get("role") == "user" and t.get("has_answer")
     }
     return Query(
-        str(item["question_id"]), str(item["question"]), corpus_id, frozenset(gold),
-        str(item.get("question_type")), parse_date(str(item.get("question_date", ""))),
-        frozenset(str(s) for s in item.get("answer_session_ids", [])),
+        str(item["question_id"]),
+        str(item["question"]),
+        corpus_id,
+        frozenset(gold),
+        str(item.get("question_type")),
+        parse_date(str(item.get("question_date", ""))),
+        sessions,
     )
 
 

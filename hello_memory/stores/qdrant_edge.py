@@ -1,0 +1,408 @@
+"""Embedded vector index on Qdrant Edge (``qdrant-edge-py``): the default, no server needed.
+
+Layout under ``path``: one directory per collection holding ``collection.json`` (dimension and
+embedder, written atomically; its presence marks the collection as created) and ``shard/``, the
+Edge shard with cosine distance.
+
+Durability: every update is appended to the shard's write-ahead log before ``upsert`` returns,
+and the log is replayed on the next load, so a returned upsert survives the process being
+killed (SIGKILL, OOM). Surviving an OS crash or power cut needs ``flush()``, which the store
+runs every ``flush_interval`` seconds of writes, on ``close()``, and after every write with
+``flush_every_write=True`` (about 4 ms each).
+
+One process at a time: an open shard holds a lock on its WAL; a second opener gets
+:class:`~hello_memory.errors.StoreLockedError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import qdrant_edge as qe
+
+from hello_memory.errors import CorruptStoreError, HelloMemoryError, NotFoundError, StoreError, StoreLockedError
+from hello_memory.stores.base import Filter, VectorHit, VectorPoint
+from hello_memory.stores.vectors import (
+    FLOAT_INDEX_KEYS,
+    KEYWORD_INDEX_KEYS,
+    Clause,
+    CollectionMeta,
+    CompiledFilter,
+    check_collection_args,
+    check_collection_name,
+    check_limit,
+    compile_delete_filter,
+    compile_filter,
+    existing_id_candidates,
+    prepare_points,
+    unit_vector,
+)
+
+logger = logging.getLogger(__name__)
+
+META_FILE = "collection.json"
+SHARD_DIR = "shard"
+_WRITE_BATCH = 1024
+_SCROLL_PAGE = 2048
+_NO_VECTOR = np.empty(0, dtype=np.float32)
+
+
+def to_edge_filter(where: Filter | CompiledFilter | None) -> qe.Filter | None:
+    """Convert a hello-memory filter to a ``qdrant_edge.Filter`` (``None`` = match all)."""
+    compiled = where if isinstance(where, CompiledFilter) or where is None else compile_filter(where)
+    return None if compiled is None else _compiled_to_edge(compiled)
+
+
+def _compiled_to_edge(compiled: CompiledFilter) -> qe.Filter:
+    must = [_edge_condition(c) for c in compiled.must]
+    must_not = [_edge_condition(c) for c in compiled.must_not]
+    return qe.Filter(must=must or None, must_not=must_not or None)
+
+
+def _edge_condition(clause: Clause) -> Any:
+    key = clause.key
+    alts: list[Any] = []
+    for values in (clause.strings, clause.ints):
+        if len(values) == 1:
+            alts.append(qe.FieldCondition(key, match=qe.MatchValue(values[0])))
+        elif values:
+            alts.append(qe.FieldCondition(key, match=qe.MatchAny(list(values))))  # type: ignore[arg-type]
+    # qdrant-edge 0.9 converts MatchValue(True) to the integer 1 (it tries int before bool);
+    # numpy.bool_ has no __index__, so it can only convert as a bool.
+    alts += [qe.FieldCondition(key, match=qe.MatchValue(np.bool_(b))) for b in clause.bools]  # type: ignore[arg-type]
+    alts += [qe.FieldCondition(key, range=qe.RangeFloat(gte=lo, lte=hi)) for lo, hi in clause.ranges]
+    if clause.empty:
+        alts.append(qe.IsEmptyCondition(key))
+    if not alts:
+        return qe.HasIdCondition(set())  # an empty "any of": matches nothing
+    return alts[0] if len(alts) == 1 else qe.Filter(should=alts)
+
+
+class QdrantEdgeVectorStore:
+    """A :class:`~hello_memory.stores.base.VectorStore` in a local directory (Qdrant Edge shards).
+
+    Args:
+        path: data directory; created if missing. Shards open on first use.
+        flush_every_write: flush after every write (durable across power loss, ~4 ms per write).
+        flush_interval: otherwise flush when this many seconds passed since the last flush.
+
+    Example:
+        >>> import tempfile, uuid, numpy as np
+        >>> from hello_memory.stores.base import VectorPoint
+        >>> with QdrantEdgeVectorStore(tempfile.mkdtemp()) as store:
+        ...     store.ensure_collection("memories", 3, embedder="fake")
+        ...     pid = str(uuid.uuid4())
+        ...     store.upsert("memories", [VectorPoint(pid, np.array([1, 0, 0], np.float32), {})])
+        ...     store.search("memories", np.array([1, 0, 0], np.float32), limit=1)[0].id == pid
+        True
+    """
+
+    def __init__(self, path: str | Path, *, flush_every_write: bool = False, flush_interval: float = 5.0) -> None:
+        self._path = Path(path)
+        self._path.mkdir(parents=True, exist_ok=True)
+        self._flush_every_write = flush_every_write
+        self._flush_interval = flush_interval
+        self._shards: dict[str, qe.EdgeShard] = {}
+        self._metas: dict[str, CollectionMeta] = {}
+        self._last_flush = time.monotonic()
+        self._lock = threading.RLock()
+        self._closed = False
+
+    @property
+    def backend(self) -> str:
+        """``"qdrant-edge"``."""
+        return "qdrant-edge"
+
+    @property
+    def path(self) -> Path:
+        """The data directory."""
+        return self._path
+
+    def __enter__(self) -> QdrantEdgeVectorStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- collections ----------------------------------------------------------------------------
+    def ensure_collection(self, name: str, dimension: int, *, embedder: str) -> None:
+        """Create ``name`` or verify that it matches ``dimension`` and ``embedder``."""
+        check_collection_args(name, dimension, embedder)
+        with self._lock:
+            self._check_open()
+            meta = self._read_meta(name)
+            if meta is None:
+                self._create(name, CollectionMeta(dimension, embedder))
+                return
+            meta.check(name, dimension, embedder)
+            self._open(name)
+
+    def collections(self) -> list[str]:
+        """Names of existing collections."""
+        self._check_open()
+        return sorted(p.parent.name for p in self._path.glob(f"*/{META_FILE}") if not p.parent.name.startswith("."))
+
+    def drop_collection(self, name: str) -> None:
+        """Delete a collection and all its points (no error if absent)."""
+        check_collection_name(name)
+        with self._lock:
+            self._check_open()
+            shard = self._shards.pop(name, None)
+            self._metas.pop(name, None)
+            if shard is not None:
+                with self._errors("close the shard"):
+                    shard.close()
+            cdir = self._path / name
+            if not cdir.exists():
+                return
+            trash = self._path / f".trash-{name}-{uuid.uuid4().hex}"
+            os.replace(cdir, trash)  # atomic: the collection disappears at once
+            shutil.rmtree(trash, ignore_errors=True)
+            logger.info("dropped collection %s", name)
+
+    # -- writes ---------------------------------------------------------------------------------
+    def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points; nothing is written if any point is invalid."""
+        with self._lock:
+            shard, meta = self._open(collection)
+            ids, matrix, payloads = prepare_points(collection, points, meta.dimension)
+            for start in range(0, len(ids), _WRITE_BATCH):
+                end = start + _WRITE_BATCH
+                batch = [
+                    qe.Point(pid, vec.tolist(), payload)
+                    for pid, vec, payload in zip(ids[start:end], matrix[start:end], payloads[start:end], strict=True)
+                ]
+                with self._errors("upsert"):
+                    shard.update(qe.UpdateOperation.upsert_points(batch))
+            if ids:
+                self._after_write(shard)
+
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        """Delete points by id (absent ids are ignored)."""
+        candidates = existing_id_candidates(ids)
+        with self._lock:
+            shard, _ = self._open(collection)
+            if not candidates:
+                return
+            with self._errors("delete"):
+                shard.update(qe.UpdateOperation.delete_points(list(candidates)))
+            self._after_write(shard)
+
+    def delete_where(self, collection: str, where: Filter) -> int:
+        """Delete every point matching ``where`` (which must have a condition); returns the count."""
+        edge_filter = _compiled_to_edge(compile_delete_filter(where))
+        with self._lock:
+            shard, _ = self._open(collection)
+            with self._errors("delete"):
+                n = shard.count(qe.CountRequest(exact=True, filter=edge_filter))
+                if n:
+                    shard.update(qe.UpdateOperation.delete_points_by_filter(edge_filter))
+            if n:
+                self._after_write(shard)
+            return n
+
+    # -- reads ----------------------------------------------------------------------------------
+    def search(
+        self,
+        collection: str,
+        vector: npt.NDArray[np.float32],
+        *,
+        limit: int,
+        where: Filter | None = None,
+    ) -> list[VectorHit]:
+        """Nearest neighbours by cosine similarity."""
+        edge_filter = to_edge_filter(where)
+        shard, meta = self._open(collection)
+        query = unit_vector(collection, vector, meta.dimension)
+        if check_limit(limit) == 0:
+            return []
+        request = qe.QueryRequest(
+            limit=limit, query=qe.Query.Nearest(query.tolist()), filter=edge_filter, with_payload=True
+        )
+        with self._errors("search"):
+            hits = shard.query(request)
+        return [VectorHit(str(h.id), float(h.score), h.payload or {}) for h in hits]
+
+    def get(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[VectorPoint]:
+        """Points by id (absent ids are skipped); vectors come back L2-normalised."""
+        shard, _ = self._open(collection)
+        candidates = existing_id_candidates(ids)
+        if not candidates:
+            return []
+        with self._errors("retrieve"):
+            records = shard.retrieve(list(candidates), True, with_vectors)
+        return [
+            VectorPoint(
+                str(r.id),
+                np.asarray(r.vector, dtype=np.float32) if with_vectors else _NO_VECTOR.copy(),
+                r.payload or {},
+            )
+            for r in records
+        ]
+
+    def count(self, collection: str, where: Filter | None = None) -> int:
+        """Number of points (matching ``where``)."""
+        edge_filter = to_edge_filter(where)
+        shard, _ = self._open(collection)
+        with self._errors("count"):
+            return shard.count(qe.CountRequest(exact=True, filter=edge_filter))
+
+    def ids(self, collection: str, where: Filter | None = None) -> list[str]:
+        """Every point id (matching ``where``)."""
+        edge_filter = to_edge_filter(where)
+        shard, _ = self._open(collection)
+        out: list[str] = []
+        offset: Any = None
+        with self._errors("scroll"):
+            while True:
+                request = qe.ScrollRequest(
+                    offset=offset, limit=_SCROLL_PAGE, filter=edge_filter, with_payload=False, with_vector=False
+                )
+                records, offset = shard.scroll(request)
+                out.extend(str(r.id) for r in records)
+                if offset is None:
+                    return out
+
+    # -- maintenance ----------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Flush every open shard to disk (durable across power loss)."""
+        with self._lock:
+            self._check_open()
+            for shard in self._shards.values():
+                with self._errors("flush"):
+                    shard.flush()
+            self._last_flush = time.monotonic()
+
+    def optimize(self, collection: str) -> bool:
+        """Build the HNSW index and vacuum deletions; blocking (≈15 s for 20k 384-d on 2 cores).
+
+        Without it, searches are exact brute force (≈1.5 ms at 20k 384-d). Returns whether
+        anything changed.
+        """
+        with self._lock:
+            shard, _ = self._open(collection)
+            with self._errors("optimize"):
+                return shard.optimize()
+
+    def close(self) -> None:
+        """Flush and close every open shard; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            shards, self._shards = self._shards, {}
+            failure: Exception | None = None
+            for name, shard in shards.items():
+                try:
+                    shard.flush()
+                    shard.close()
+                except Exception as e:  # close the others before reporting
+                    logger.warning("closing collection %s failed: %s", name, e)
+                    failure = failure or e
+            if failure is not None:
+                raise StoreError(f"qdrant-edge failed to close: {failure}") from failure
+
+    # -- internals ------------------------------------------------------------------------------
+    def _open(self, name: str) -> tuple[qe.EdgeShard, CollectionMeta]:
+        """The cached shard and metadata of ``name``, loading them on first use."""
+        with self._lock:
+            self._check_open()
+            shard = self._shards.get(name)
+            if shard is not None:
+                return shard, self._metas[name]
+            check_collection_name(name)
+            meta = self._read_meta(name)
+            if meta is None:
+                raise NotFoundError(
+                    f"collection {name!r} does not exist; call ensure_collection first", object_id=name
+                )
+            with self._errors("load the shard"):
+                shard = qe.EdgeShard.load(str(self._path / name / SHARD_DIR))
+                _ensure_indexes(shard)
+            self._shards[name], self._metas[name] = shard, meta
+            return shard, meta
+
+    def _create(self, name: str, meta: CollectionMeta) -> None:
+        cdir = self._path / name
+        shard_dir = cdir / SHARD_DIR
+        if shard_dir.exists():  # left by an interrupted create: no metadata, so never committed
+            shutil.rmtree(shard_dir)
+        cdir.mkdir(parents=True, exist_ok=True)
+        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=meta.dimension, distance=qe.Distance.Cosine))
+        with self._errors("create the shard"):
+            shard = qe.EdgeShard.create(str(shard_dir), config)
+            _ensure_indexes(shard)
+            shard.flush()
+        _write_json_atomic(cdir / META_FILE, meta.to_json())
+        self._shards[name], self._metas[name] = shard, meta
+        logger.info("created collection %s (%s dims, embedder %s)", name, meta.dimension, meta.embedder)
+
+    def _read_meta(self, name: str) -> CollectionMeta | None:
+        path = self._path / name / META_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return CollectionMeta(int(data["dimension"]), str(data["embedder"]))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CorruptStoreError(str(path), str(e)) from e
+
+    def _after_write(self, shard: qe.EdgeShard) -> None:
+        now = time.monotonic()
+        if self._flush_every_write or now - self._last_flush >= self._flush_interval:
+            with self._errors("flush"):
+                shard.flush()
+            self._last_flush = now
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("the vector store is closed")
+
+    @contextlib.contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Wrap engine exceptions in :class:`StoreError` (a held WAL lock in StoreLockedError)."""
+        try:
+            yield
+        except HelloMemoryError:
+            raise
+        except Exception as e:
+            if "WouldBlock" in str(e):  # the WAL's file lock is held by another EdgeShard
+                raise StoreLockedError(str(self._path)) from e
+            raise StoreError(f"qdrant-edge failed to {action}: {e}") from e
+
+
+def _ensure_indexes(shard: qe.EdgeShard) -> None:
+    """Create the payload indexes the shard lacks (idempotent, cheap when present)."""
+    present = set(shard.info().payload_schema)
+    wanted = [(k, qe.PayloadSchemaType.Keyword) for k in KEYWORD_INDEX_KEYS]
+    wanted += [(k, qe.PayloadSchemaType.Float) for k in FLOAT_INDEX_KEYS]
+    for key, schema in wanted:
+        if key not in present:
+            shard.update(qe.UpdateOperation.create_field_index(key, schema))
+
+
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON via a temporary file and ``os.replace`` so readers never see half a file."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

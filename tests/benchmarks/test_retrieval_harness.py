@@ -1,0 +1,482 @@
+"""The retrieval harness: metrics by hand, loaders on tiny files in the real formats, the CLI end to end."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import metrics
+from benchmarks.chunking import fixed_chunks, overlaps, parse_span_id
+from benchmarks.datasets import load_task
+from benchmarks.datasets.base import Doc, Match, Query, RetrievalTask
+from benchmarks.datasets.locomo import normalise_evidence, parse_session_date
+from benchmarks.evaluation import evaluate, session_ranking, span_matches
+from benchmarks.retrieval import main
+from benchmarks.runner import run_system
+from benchmarks.systems import RetrievalSystem, SystemUnavailableError, build_system, parse_spec
+from benchmarks.systems.hybrid import rrf, with_neighbours
+
+# ---------------------------------------------------------------- metrics, hand-computed
+
+
+def test_recall_hit_all_on_partial_ranking():
+    m = metrics.id_matches(["a", "x", "b", "y"], {"a", "b", "c"})
+    assert metrics.recall_at_k(m, 3, 1) == pytest.approx(1 / 3)
+    assert metrics.recall_at_k(m, 3, 2) == pytest.approx(1 / 3)
+    assert metrics.recall_at_k(m, 3, 5) == pytest.approx(2 / 3)
+    assert metrics.hit_at_k(m, 1) == 1.0
+    assert metrics.all_at_k(m, 3, 20) == 0.0
+    assert metrics.all_at_k(metrics.id_matches(["b", "a"], {"a", "b"}), 2, 2) == 1.0
+    assert metrics.all_at_k(metrics.id_matches(["b", "a"], {"a", "b"}), 2, 1) == 0.0
+
+
+def test_ndcg_binary_log2():
+    m = metrics.id_matches(["a", "x", "b", "y"], {"a", "b", "c"})
+    # DCG = 1/log2(2) + 1/log2(4) = 1.5; IDCG(3 gold) = 1 + 1/log2(3) + 1/log2(4)
+    assert metrics.ndcg_at_k(m, 3, 5) == pytest.approx(1.5 / (1.5 + 1 / math.log2(3)))
+    # one gold at rank 3: DCG = 1/log2(4) = 0.5, IDCG = 1
+    assert metrics.ndcg_at_k(metrics.id_matches(["x", "y", "a"], {"a"}), 1, 3) == pytest.approx(0.5)
+    assert metrics.ndcg_at_k(metrics.id_matches(["x", "y", "a"], {"a"}), 1, 2) == 0.0
+    assert metrics.ndcg_at_k(metrics.id_matches(["a", "b"], {"a", "b"}), 2, 10) == pytest.approx(1.0)
+
+
+def test_mrr_and_empty():
+    assert metrics.reciprocal_rank(metrics.id_matches(["x", "y", "a"], {"a"})) == pytest.approx(1 / 3)
+    assert metrics.reciprocal_rank(metrics.id_matches(["x"], {"a"})) == 0.0
+    assert metrics.reciprocal_rank([]) == 0.0
+    assert metrics.recall_at_k([], 0, 5) == 0.0
+    assert metrics.hit_at_k([], 5) == 0.0
+
+
+def test_query_metrics_keys_and_mean():
+    row = metrics.query_metrics(metrics.id_matches(["a"], {"a", "b"}), 2, (1, 5))
+    assert row["recall@1"] == 0.5 and row["hit@5"] == 1.0 and row["all@5"] == 0.0 and row["mrr"] == 1.0
+    mean = metrics.mean_metrics([{"x": 1.0}, {"x": 0.0}, {"x": 0.5}])
+    assert mean == {"x": 0.5}
+
+
+def test_span_matches_do_not_inflate_ndcg():
+    gold = frozenset({"g#100-200"})
+    ranked = ["g#0-150", "g#150-300", "h#100-200", "g#200-300"]
+    m = span_matches(ranked, gold)
+    assert [bool(x) for x in m] == [True, True, False, False]  # [200,300) touches, does not overlap
+    assert metrics.ndcg_at_k(m, 1, 10) == pytest.approx(1.0)  # second chunk matches nothing new
+    assert metrics.recall_at_k(m, 1, 1) == 1.0
+
+
+def test_spans_and_chunks():
+    assert parse_span_id("a#b#3-10") == ("a#b", 3, 10)
+    assert parse_span_id("D1:3") is None
+    assert overlaps(("d", 0, 10), ("d", 9, 20)) and not overlaps(("d", 0, 10), ("d", 10, 20))
+    assert not overlaps(("d", 0, 10), ("e", 0, 10))
+    chunks = fixed_chunks([Doc("d", "abcdefg")], 3)
+    assert [c.doc_id for c in chunks] == ["d#0-3", "d#3-6", "d#6-7"]
+    assert "".join(c.text for c in chunks) == "abcdefg"
+
+
+# ---------------------------------------------------------------- evaluation levels
+
+
+def _task(queries: list[Query], docs: list[Doc], match: Match = Match.ID) -> RetrievalTask:
+    return RetrievalTask("t", {"c": docs}, queries, match=match, unit="turn")
+
+
+def test_evaluate_per_category_and_session_level():
+    docs = [
+        Doc("s1:0", "a", session_id="s1"),
+        Doc("s1:2", "b", session_id="s1"),
+        Doc("s2:0", "c", session_id="s2"),
+    ]
+    queries = [
+        Query("q1", "?", "c", frozenset({"s1:2"}), "x", gold_sessions=frozenset({"s1"})),
+        Query("q2", "?", "c", frozenset({"s2:0"}), "y", gold_sessions=frozenset({"s2"})),
+        Query("q3", "?", "c", frozenset(), "y", gold_sessions=frozenset({"s2"})),  # session gold only
+    ]
+    rankings = {"q1": ["s1:0", "s1:2", "s2:0"], "q2": ["s1:0", "s1:2", "s2:0"], "q3": ["s2:0"]}
+    unit, session = evaluate(_task(queries, docs), rankings, ks=(1, 2))
+    assert unit.level == "turn" and unit.n_queries == 2
+    assert unit.overall["hit@1"] == 0.0 and unit.overall["hit@2"] == 0.5
+    assert unit.by_category["x"]["recall@2"] == 1.0 and unit.category_counts == {"x": 1, "y": 1}
+    assert session.level == "session" and session.n_queries == 3
+    assert session.overall["hit@1"] == pytest.approx(2 / 3)  # q1 s1 first, q2 s1 first, q3 s2 first
+    assert session.overall["hit@2"] == 1.0
+    assert session_ranking(["s1:0", "s1:2", "s2:0"], {"s1:0": "s1", "s1:2": "s1", "s2:0": "s2"}) == [
+        "s1",
+        "s2",
+    ]
+
+
+# ---------------------------------------------------------------- loaders on tiny real-format files
+
+
+def _locomo_file(tmp_path: Path) -> Path:
+    conv = {
+        "speaker_a": "Caroline",
+        "speaker_b": "Melanie",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to the LGBTQ support group yesterday."},
+            {
+                "speaker": "Melanie",
+                "dia_id": "D1:2",
+                "text": "That sounds powerful! I painted a sunrise last year.",
+                "blip_caption": "a photo of a painting of a sunrise over a lake",
+            },
+            {"speaker": "Caroline", "dia_id": "D1:3", "text": "I want to study counseling and psychology."},
+        ],
+        "session_2_date_time": "7:55 pm on 9 June, 2023",
+        "session_2": [
+            {"speaker": "Melanie", "dia_id": "D2:1", "text": "We went camping at the beach with the kids."},
+            {"speaker": "Caroline", "dia_id": "D2:2", "text": "I adopted a puppy named Oscar."},
+        ],
+    }
+    qa = [
+        {
+            "question": "When did Caroline go to the LGBTQ support group?",
+            "answer": "7 May 2023",
+            "evidence": ["D1:1"],
+            "category": 2,
+        },
+        {"question": "What did Melanie paint?", "answer": "a sunrise", "evidence": ["D1:02"], "category": 4},
+        {
+            "question": "Where did Melanie camp and what did Caroline adopt?",
+            "answer": "beach; puppy",
+            "evidence": ["D2:1; D:2:2"],
+            "category": 1,
+        },
+        {
+            "question": "What would Caroline study?",
+            "answer": "psychology",
+            "evidence": ["D1:3", "D9:9"],
+            "category": 3,
+        },
+        {
+            "question": "What is Melanie's cat called?",
+            "adversarial_answer": "Oscar",
+            "evidence": ["D2:2"],
+            "category": 5,
+        },
+    ]
+    path = tmp_path / "locomo_dev.json"
+    path.write_text(json.dumps([{"sample_id": "conv-1", "conversation": conv, "qa": qa}]))
+    return path
+
+
+def test_locomo_loader(tmp_path):
+    task = load_task("locomo", _locomo_file(tmp_path))
+    docs = task.corpora["conv-1"]
+    assert [d.doc_id for d in docs] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
+    assert docs[1].text == (
+        "Melanie: That sounds powerful! I painted a sunrise last year. "
+        "[image: a photo of a painting of a sunrise over a lake]"
+    )
+    assert (
+        docs[0].created_at == datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc) and docs[3].session_id == "2"
+    )
+    assert [q.category for q in task.queries] == ["temporal", "single-hop", "multi-hop", "open-domain"]
+    assert task.queries[1].gold == {"D1:2"} and task.queries[2].gold == {"D2:1", "D2:2"}
+    assert task.queries[3].gold == {"D1:3"} and task.notes  # D9:9 dropped and noted
+
+
+def test_locomo_helpers():
+    assert normalise_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "junk"]) == {
+        "D8:6",
+        "D9:17",
+        "D11:26",
+        "D30:5",
+    }
+    assert parse_session_date("12:09 am on 13 September, 2023") == datetime(
+        2023, 9, 13, 0, 9, tzinfo=timezone.utc
+    )
+    assert parse_session_date("someday") is None
+
+
+def _lme_item(
+    qid: str, sessions: dict[str, list[dict[str, Any]]], answer: list[str], qtype: str
+) -> dict[str, Any]:
+    return {
+        "question_id": qid,
+        "question_type": qtype,
+        "question": f"question {qid}?",
+        "answer": "x",
+        "question_date": "2023/05/28 (Sun) 19:47",
+        "haystack_dates": ["2023/05/21 (Sun) 19:50"] * len(sessions),
+        "haystack_session_ids": list(sessions),
+        "haystack_sessions": list(sessions.values()),
+        "answer_session_ids": answer,
+    }
+
+
+def test_longmemeval_oracle_pools_and_dedupes(tmp_path):
+    s1 = [
+        {"role": "user", "content": "I waited a year for asylum.", "has_answer": True},
+        {"role": "assistant", "content": "That is long.", "has_answer": False},
+        {"role": "user", "content": "Thanks.", "has_answer": False},
+    ]
+    s2 = [
+        {"role": "user", "content": "Recommend a hotel.", "has_answer": False},
+        {"role": "assistant", "content": "Try the Grand.", "has_answer": True},
+    ]
+    items = [
+        _lme_item("q1", {"a1": s1}, ["a1"], "single-session-user"),
+        _lme_item("q2", {"a1": s1, "a2": s2}, ["a2"], "single-session-assistant"),
+        _lme_item("q3_abs", {"a3": s1}, ["a3"], "single-session-user"),
+    ]
+    path = tmp_path / "longmemeval_oracle.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(items, f)
+    task = load_task("longmemeval", tmp_path, split="oracle")
+    assert list(task.corpora) == ["pooled"]
+    assert [d.doc_id for d in task.corpora["pooled"]] == ["a1:0", "a1:2", "a2:0", "a3:0", "a3:2"]
+    assert [q.qid for q in task.queries] == ["q1", "q2"]  # abstention excluded, its session kept
+    assert task.queries[0].gold == {"a1:0"} and task.queries[0].gold_sessions == {"a1"}
+    assert task.queries[1].gold == frozenset() and task.queries[1].gold_sessions == {"a2"}
+    assert task.has_sessions and task.queries[0].created_at is not None
+
+
+def test_longmemeval_s_one_corpus_per_question(tmp_path):
+    s1 = [{"role": "user", "content": "My dog is Rex.", "has_answer": True}]
+    path = tmp_path / "longmemeval_s_dev.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(
+            [_lme_item("q1", {"a": s1}, ["a"], "t"), _lme_item("q2", {"a": s1, "b": s1}, ["b"], "t")], f
+        )
+    task = load_task("longmemeval", tmp_path, split="s")
+    assert sorted(task.corpora) == ["q1", "q2"] and len(task.corpora["q2"]) == 2
+
+
+def test_madial_loader_per_user(tmp_path):
+    zh = [
+        {
+            "1": {
+                "time": "2023-12-25",
+                "scene": "活动类",
+                "emotion": "开心",
+                "event": "Bart在圣诞节晚会上跳舞。",
+                "user-id": 1,
+                "id": "1",
+            }
+        },
+        {
+            "2": {
+                "time": "2023-03-07",
+                "scene": "活动类",
+                "emotion": "开心",
+                "event": "Lisa赢得作文比赛。",
+                "user-id": 2,
+                "id": "2",
+            }
+        },
+    ]
+    (tmp_path / "MADial-Bench-zh-memory.json").write_text(
+        "\n".join(json.dumps(x, ensure_ascii=False) for x in zh)
+    )
+    dialogue = {
+        "dialogue": [
+            "<BOD>\n",
+            '<Bart>:"元旦晚会我要表演！"\n',
+            '<Assistant>:"太棒了！"\n',
+            '<Assistant>:"你记得圣诞节跳舞吗？"\n',
+            "<EOD>\n",
+        ],
+        "test-turn": [3],
+        "relevant-id": [1],
+        "user-id": 1,
+        "id": 0,
+    }
+    (tmp_path / "MADial-Bench-zh-dialogue-dev.json").write_text(
+        json.dumps(dialogue, ensure_ascii=False) + "\n"
+    )
+    task = load_task("madial", tmp_path, lang="zh")
+    assert sorted(task.corpora) == ["1", "2"] and task.corpora["1"][0].text == "Bart在圣诞节晚会上跳舞。"
+    q = task.queries[0]
+    assert q.corpus_id == "1" and q.gold == {"1"}
+    assert q.text == '<Bart>:"元旦晚会我要表演！"\n<Assistant>:"太棒了！"'
+
+
+def test_madial_english_memory_without_user_ids(tmp_path):
+    en = [
+        {"3": {"time": "2023-01-01", "event": "Bart ran."}},
+        {"7": {"time": "2023-01-02", "event": "Bart swam."}},
+        {"2": {"time": "2023-01-03", "event": "Lisa wrote."}},
+        {"5": {"time": "2023-01-04", "event": "Lisa read."}},
+    ]
+    (tmp_path / "MADial-Bench-en-memory.json").write_text("\n".join(json.dumps(x) for x in en))
+    d = {
+        "dialogue": ["<BOD>\n", '<Lisa>: "Hi"\n', '<Assistant>: "Remember?"\n'],
+        "test-turn": [2],
+        "relevant-id": [5],
+        "user-id": 2,
+    }
+    (tmp_path / "MADial-Bench-en-dialogue-dev.json").write_text(json.dumps(d) + "\n")
+    task = load_task("madial", tmp_path, lang="en")
+    assert [d.doc_id for d in task.corpora["1"]] == ["3", "7"] and [d.doc_id for d in task.corpora["2"]] == [
+        "2",
+        "5",
+    ]
+    assert task.queries[0].qid == "0" and len(task.notes) == 1  # all relevant ids are the user's
+
+
+def test_docs_qa_loader_and_fixed_chunk_judging(tmp_path):
+    guide = tmp_path / "docs" / "install" / "master.txt"
+    guide.parent.mkdir(parents=True)
+    guide.write_text("# Install\n" + "x" * 1500 + "Run the installer with --force." + "y" * 600)
+    qa = [
+        {
+            "id": "q1",
+            "question": "How do I force the installer?",
+            "answer": "--force",
+            "category": "installation",
+            "context": "...",
+            "gold_spans": [{"doc": "install", "start": 1510, "end": 1541}],
+        }
+    ]
+    (tmp_path / "qa_dev.json").write_text(json.dumps(qa))
+    task = load_task("docs_qa", tmp_path)
+    assert task.match is Match.SPAN and task.chunk_chars == 1000
+    assert task.queries[0].gold == {"install#1510-1541"}
+    (rep,) = evaluate(task, {"q1": ["install#0-1000", "install#1000-2000"]}, ks=(1, 2))
+    assert rep.overall["hit@1"] == 0.0 and rep.overall["hit@2"] == 1.0 and rep.overall["mrr"] == 0.5
+
+
+# ---------------------------------------------------------------- systems and the runner
+
+
+def test_with_neighbours_and_rrf():
+    import numpy as np
+
+    docs = [
+        Doc("1", "a", session_id="s"),
+        Doc("2", "b", session_id="s"),
+        Doc("3", "c", session_id="s"),
+        Doc("4", "d", session_id="t"),
+        Doc("5", "e"),
+    ]
+    assert with_neighbours(docs, 1) == ["a\nb", "a\nb\nc", "b\nc", "d", "e"]
+    assert with_neighbours(docs, 0) == ["a", "b", "c", "d", "e"]
+    fused = rrf([np.array([3.0, 2.0, 1.0]), np.array([1.0, 2.0, 3.0])], k=60)
+    assert fused[1] == pytest.approx(2 / 62) and fused[0] == pytest.approx(1 / 61 + 1 / 63)
+
+
+def test_parse_spec_and_registry_errors():
+    assert parse_spec("bm25") == ("bm25", {})
+    assert parse_spec("rrf_neighbors:window=2,fusion=convex") == (
+        "rrf_neighbors",
+        {"window": 2, "fusion": "convex"},
+    )
+    with pytest.raises(ValueError, match="unknown system"):
+        build_system("nope")
+    with pytest.raises(ValueError, match="key=value"):
+        parse_spec("bm25:window")
+    with pytest.raises(SystemUnavailableError):
+        build_system("mem0")
+
+
+class FakeSystem:
+    """Returns a scripted ranking and records what it was given."""
+
+    handles_documents = False
+
+    def __init__(self, ranking: Sequence[str]) -> None:
+        self.ranking = list(ranking)
+        self.indexed: dict[str, list[str]] = {}
+        self.closed = False
+
+    def config(self) -> dict[str, Any]:
+        return {"fake": True}
+
+    def index(self, corpus_id: str, docs: Sequence[Doc]) -> None:
+        self.indexed[corpus_id] = [d.doc_id for d in docs]
+
+    def search(self, corpus_id: str, query: Query, k: int) -> list[str]:
+        return self.ranking[:k]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_runner_with_fake_system_chunks_documents():
+    task = RetrievalTask(
+        "d",
+        {"c": [Doc("g", "z" * 2500)], "unused": [Doc("h", "z")]},
+        [Query("q", "?", "c", frozenset({"g#1200-1300"}))],
+        match=Match.SPAN,
+        unit="span",
+        chunk_chars=1000,
+    )
+    fake = FakeSystem(["g#0-1000", "g#1000-2000"])
+    assert isinstance(fake, RetrievalSystem)
+    run = run_system("fake", fake, task, depth=20)
+    assert fake.indexed == {"c": ["g#0-1000", "g#1000-2000", "g#2000-2500"]}  # corpus without queries skipped
+    assert run.reports[0].overall["hit@1"] == 0.0 and run.reports[0].overall["hit@5"] == 1.0
+    assert len(run.query_seconds) == 1 and run.indexed_docs == 3
+
+
+# ---------------------------------------------------------------- CLI end to end
+
+
+def test_cli_end_to_end_bm25_and_dense(tmp_path, capsys):
+    out, md = tmp_path / "out.json", tmp_path / "out.md"
+    code = main(
+        [
+            "--dataset",
+            "locomo",
+            "--data",
+            str(_locomo_file(tmp_path)),
+            "--system",
+            "bm25",
+            "--system",
+            "dense",
+            "--system",
+            "mem0",
+            "--json",
+            str(out),
+            "--markdown",
+            str(md),
+        ]
+    )
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert set(data["systems"]) == {"bm25", "dense"} and "mem0" in data["skipped"]
+    bm25 = data["systems"]["bm25"]
+    assert bm25["levels"]["turn"]["n_queries"] == 4
+    assert set(bm25["levels"]["turn"]["by_category"]) == {
+        "temporal",
+        "single-hop",
+        "multi-hop",
+        "open-domain",
+    }
+    assert bm25["levels"]["turn"]["overall"]["recall@20"] == 1.0  # 5 turns, k=20 retrieves them all
+    assert bm25["levels"]["turn"]["overall"]["hit@1"] >= 0.5
+    assert {"index_seconds", "query_ms_p50", "query_ms_p95", "config"} <= set(bm25)
+    assert data["systems"]["dense"]["config"]["dense"] is True
+    printed = capsys.readouterr().out
+    assert "| bm25 |" in printed and "| dense |" in printed and md.read_text() in printed
+
+
+def test_cli_limit_queries_and_options(tmp_path):
+    out = tmp_path / "o.json"
+    code = main(
+        [
+            "--dataset",
+            "locomo",
+            "--data",
+            str(_locomo_file(tmp_path)),
+            "--system",
+            "bm25:window=1",
+            "--limit-queries",
+            "2",
+            "--json",
+            str(out),
+        ]
+    )
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["n_queries"] == 2 and data["systems"]["bm25:window=1"]["config"]["window"] == 1
