@@ -106,7 +106,11 @@ def _mentions(spans: list[rules.Span], triples: list[rules.Triple]) -> dict[str,
 
 def _choose(mentions: dict[str, tuple[str, str, int]], triples: list[rules.Triple]) -> list[str]:
     """Relation endpoints first, then other mentions by position, at most MAX_ENTITIES; in text order."""
-    chosen = list(dict.fromkeys(normalise_name(e.name) for s, _, o in triples for e in (s, o)))
+    chosen: list[str] = []
+    for s, _, o in triples:  # whole relations, in text order, while both ends fit
+        ends = [k for k in dict.fromkeys((normalise_name(s.name), normalise_name(o.name))) if k not in chosen]
+        if len(chosen) + len(ends) <= MAX_ENTITIES:
+            chosen.extend(ends)
     for key, _ in sorted(mentions.items(), key=lambda kv: kv[1][2]):
         if len(chosen) >= MAX_ENTITIES:
             break

@@ -14,7 +14,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from hello_memory.errors import StoreLockedError
 from hello_memory.settings import Settings
@@ -35,11 +35,14 @@ class StoreBundle:
     lock: threading.RLock = field(default_factory=threading.RLock)
     refs: int = 0
     lock_file: IO[str] | None = None
-    recovered: bool = False
+    extras: dict[str, Any] = field(default_factory=dict)  # stores of higher layers (e.g. RAG chunks)
 
     def close(self) -> None:
         """Close every store and release the directory lock."""
-        for closer in (self.vectors.close, self.graph.close, self.records.close):
+        closers = [getattr(x, "close", None) for x in self.extras.values()]
+        for closer in [*closers, self.vectors.close, self.graph.close, self.records.close]:
+            if closer is None:
+                continue
             try:
                 closer()
             except Exception:  # closing must release the rest even if one store fails

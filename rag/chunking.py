@@ -201,6 +201,9 @@ def _pack(
 def _validate(markdown: object, chunk_tokens: int, overlap_tokens: int) -> None:
     if not isinstance(markdown, str):
         raise InvalidInputError("markdown must be a str", field="markdown")
+    for field_name, value in (("chunk_tokens", chunk_tokens), ("overlap_tokens", overlap_tokens)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidInputError(f"{field_name} must be an int, got {value!r}", field=field_name)
     if chunk_tokens < 1:
         raise InvalidInputError(f"chunk_tokens must be >= 1, got {chunk_tokens}", field="chunk_tokens")
     if not 0 <= overlap_tokens < chunk_tokens:

@@ -37,11 +37,24 @@ class _Collection:
     meta: CollectionMeta
     vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
     payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _matrix: tuple[list[str], npt.NDArray[np.float32]] | None = None  # rebuilt after writes
 
     def select(self, where: CompiledFilter | None) -> list[str]:
         if where is None:
             return list(self.payloads)
         return [i for i, p in self.payloads.items() if where.matches(p)]
+
+    def changed(self) -> None:
+        self._matrix = None
+
+    def scores(self, query: npt.NDArray[np.float32]) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """Every id and its cosine similarity to the unit ``query``."""
+        if self._matrix is None:
+            ids = list(self.vectors)
+            matrix = np.stack([self.vectors[i] for i in ids]) if ids else np.empty((0, self.meta.dimension))
+            self._matrix = (ids, matrix.astype(np.float32))
+        ids, matrix = self._matrix
+        return ids, matrix @ query
 
 
 class InMemoryVectorStore:
@@ -99,6 +112,7 @@ class InMemoryVectorStore:
             for pid, vector, payload in zip(ids, matrix, payloads, strict=True):
                 coll.vectors[pid] = vector
                 coll.payloads[pid] = payload
+            coll.changed()
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         """Delete points by id (absent ids are ignored)."""
@@ -107,6 +121,7 @@ class InMemoryVectorStore:
             for pid in ids:
                 coll.vectors.pop(pid, None)
                 coll.payloads.pop(pid, None)
+            coll.changed()
 
     def delete_where(self, collection: str, where: Filter) -> int:
         """Delete every point matching ``where`` (which must have a condition); returns the count."""
@@ -116,6 +131,7 @@ class InMemoryVectorStore:
             doomed = coll.select(compiled)
             for pid in doomed:
                 del coll.vectors[pid], coll.payloads[pid]
+            coll.changed()
             return len(doomed)
 
     def search(
@@ -133,11 +149,11 @@ class InMemoryVectorStore:
             query = unit_vector(collection, vector, coll.meta.dimension)
             if check_limit(limit) == 0:
                 return []
-            ids = coll.select(compiled)
-            if not ids:
-                return []
-            scores = np.stack([coll.vectors[i] for i in ids]) @ query
-            order = np.argsort(-scores, kind="stable")[:limit]
+            ids, scores = coll.scores(query)
+            if compiled is not None:
+                keep = np.fromiter((compiled.matches(coll.payloads[i]) for i in ids), bool, len(ids))
+                scores = np.where(keep, scores, -np.inf)
+            order = [k for k in np.argsort(-scores, kind="stable")[:limit] if np.isfinite(scores[k])]
             return [VectorHit(ids[k], float(scores[k]), copy.deepcopy(coll.payloads[ids[k]])) for k in order]
 
     def get(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[VectorPoint]:
@@ -182,4 +198,3 @@ class InMemoryVectorStore:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("the vector store is closed")
-

@@ -21,7 +21,13 @@ import numpy as np
 import numpy.typing as npt
 
 from hello_memory._lazy import require
-from hello_memory.errors import DimensionMismatchError, HelloMemoryError, InvalidInputError, NotFoundError, StoreError
+from hello_memory.errors import (
+    DimensionMismatchError,
+    HelloMemoryError,
+    InvalidInputError,
+    NotFoundError,
+    StoreError,
+)
 from hello_memory.stores.base import Filter, VectorHit, VectorPoint
 from hello_memory.stores.vectors import (
     FLOAT_INDEX_KEYS,
@@ -208,7 +214,9 @@ class QdrantVectorStore:
         m = _models()
         for start in range(0, len(ids), _UPSERT_BATCH):
             end = start + _UPSERT_BATCH
-            batch = m.Batch(ids=ids[start:end], vectors=matrix[start:end].tolist(), payloads=payloads[start:end])
+            batch = m.Batch(
+                ids=ids[start:end], vectors=matrix[start:end].tolist(), payloads=payloads[start:end]
+            )
             self._call("upsert", "upsert", full, points=batch, wait=True)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
@@ -260,7 +268,12 @@ class QdrantVectorStore:
         if not candidates:
             return []
         records = self._call(
-            "retrieve", "retrieve", self._full(collection), candidates, with_payload=True, with_vectors=with_vectors
+            "retrieve",
+            "retrieve",
+            self._full(collection),
+            candidates,
+            with_payload=True,
+            with_vectors=with_vectors,
         )
         return [
             VectorPoint(

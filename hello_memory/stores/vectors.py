@@ -261,7 +261,9 @@ def check_limit(limit: int) -> int:
 
 def _check_key(key: object) -> str:
     if not isinstance(key, str) or not _FILTER_KEY.match(key):
-        raise InvalidInputError(f"invalid filter key {key!r}: use a top-level payload field name", field="where")
+        raise InvalidInputError(
+            f"invalid filter key {key!r}: use a top-level payload field name", field="where"
+        )
     return key
 
 

@@ -22,7 +22,12 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from hello_memory.errors import DimensionMismatchError, EmbedderMismatchError, InvalidInputError, NotFoundError
+from hello_memory.errors import (
+    DimensionMismatchError,
+    EmbedderMismatchError,
+    InvalidInputError,
+    NotFoundError,
+)
 from hello_memory.stores.base import Filter, Range, VectorPoint, VectorStore
 
 DIM = 8
@@ -108,7 +113,9 @@ class VectorStoreContract:
     def named(self, store: VectorStore, coll: str) -> dict[str, str]:
         """The filter fixture, loaded: name -> point id."""
         rng = np.random.default_rng(7)
-        points = {name: make_point(rng.standard_normal(DIM), name=name, **p) for name, p in FILTER_PAYLOADS.items()}
+        points = {
+            name: make_point(rng.standard_normal(DIM), name=name, **p) for name, p in FILTER_PAYLOADS.items()
+        }
         store.upsert(coll, list(points.values()))
         return {name: p.id for name, p in points.items()}
 
@@ -122,12 +129,16 @@ class VectorStoreContract:
         assert store.count(coll) == 0
         assert store.ids(coll) == []
 
-    def test_ensure_collection_again_with_same_settings_is_a_no_op(self, store: VectorStore, coll: str) -> None:
+    def test_ensure_collection_again_with_same_settings_is_a_no_op(
+        self, store: VectorStore, coll: str
+    ) -> None:
         store.upsert(coll, [make_point(np.ones(DIM))])
         store.ensure_collection(coll, DIM, embedder="fake-embedder")
         assert store.count(coll) == 1
 
-    def test_ensure_collection_with_other_dimension_names_both_numbers(self, store: VectorStore, coll: str) -> None:
+    def test_ensure_collection_with_other_dimension_names_both_numbers(
+        self, store: VectorStore, coll: str
+    ) -> None:
         with pytest.raises(DimensionMismatchError) as info:
             store.ensure_collection(coll, DIM * 2, embedder="fake-embedder")
         assert (info.value.expected, info.value.got) == (DIM, DIM * 2)
@@ -175,7 +186,13 @@ class VectorStoreContract:
 
     @pytest.mark.parametrize(
         "bad",
-        [np.zeros(DIM), np.full(DIM, np.nan), np.r_[np.ones(DIM - 1), np.inf], np.ones(DIM + 1), np.ones(DIM - 1)],
+        [
+            np.zeros(DIM),
+            np.full(DIM, np.nan),
+            np.r_[np.ones(DIM - 1), np.inf],
+            np.ones(DIM + 1),
+            np.ones(DIM - 1),
+        ],
         ids=["zero", "nan", "inf", "too-long", "too-short"],
     )
     def test_upsert_rejects_bad_vectors_and_writes_nothing(
@@ -220,7 +237,9 @@ class VectorStoreContract:
         assert set(store.ids(coll)) == {named[n] for n in ("b1", "b2", "c1")}
         assert store.delete_where(coll, Filter(equals={"user_id": "alice"})) == 0
 
-    def test_delete_where_refuses_an_empty_filter(self, store: VectorStore, coll: str, named: dict[str, str]) -> None:
+    def test_delete_where_refuses_an_empty_filter(
+        self, store: VectorStore, coll: str, named: dict[str, str]
+    ) -> None:
         with pytest.raises(InvalidInputError):
             store.delete_where(coll, Filter())
         assert store.count(coll) == len(named)
@@ -280,15 +299,19 @@ class VectorStoreContract:
         assert set(store.ids(coll, where)) == want
         assert store.count(coll, where) == len(want)
 
-    def test_filtered_search_keeps_order_and_limit(self, store: VectorStore, coll: str, named: dict[str, str]) -> None:
-        hits = store.search(coll, np.ones(DIM, np.float32), limit=2, where=Filter(equals={"user_id": "alice"}))
+    def test_filtered_search_keeps_order_and_limit(
+        self, store: VectorStore, coll: str, named: dict[str, str]
+    ) -> None:
+        hits = store.search(
+            coll, np.ones(DIM, np.float32), limit=2, where=Filter(equals={"user_id": "alice"})
+        )
         assert len(hits) == 2 and hits[0].score >= hits[1].score
         assert {h.payload["user_id"] for h in hits} == {"alice"}
 
     def test_filters_reject_bad_keys_and_values(self, store: VectorStore, coll: str) -> None:
         for where in (
             Filter(equals={"a.b": 1}),
-            Filter(equals={"x": {"nested": 1}}),
+            Filter(equals={"x": {"nested": 1}}),  # type: ignore[dict-item]
             Filter(equals={"x": math.nan}),
             Filter(ranges={"x": Range(gte=math.inf)}),
         ):

@@ -180,6 +180,14 @@ def test_cooccurrence_is_capped_and_sentence_bound():
     assert_well_formed(ex)
 
 
+def test_many_stated_facts_stay_within_the_entity_cap():
+    text = "; ".join(f"Person{i} lives in City{i}" for i in range(10))
+    ex = extract(text)
+    assert len(ex.entities) <= 12
+    assert ("Person0", "lives_in", "City0") in ex.relations
+    assert_well_formed(ex)
+
+
 @pytest.mark.parametrize("text", ["", "   ", "！？。，", "...!!!", "\n\t"])
 def test_empty_or_punctuation_only_text_gives_nothing(text):
     assert extract(text) == Extraction()

@@ -65,7 +65,8 @@ def test_blank_input_gives_no_chunks(md: str) -> None:
     assert chunk_markdown(md) == []
 
 
-@pytest.mark.parametrize(("budget", "overlap"), [(0, 0), (-3, 0), (10, 10), (10, 11), (10, -1)])
+@pytest.mark.parametrize(("budget", "overlap"), [(0, 0), (-3, 0), (10, 10), (10, 11), (10, -1), (10.5, 1),
+                                                (10, 2.0), (True, 0)])
 def test_invalid_budgets_are_rejected(budget: int, overlap: int) -> None:
     with pytest.raises(InvalidInputError):
         chunk_markdown("text", chunk_tokens=budget, overlap_tokens=overlap)

@@ -278,6 +278,8 @@ def test_office_zip_without_main_part_and_encrypted_container(tmp_path: Path) ->
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("hello.txt", "hi")
     refused(path, "corrupt docx", "word/document.xml")
+    (tmp_path / "old.xls").write_bytes(b"PK\x03\x04 not an OLE2 file")
+    refused(tmp_path / "old.xls", "corrupt xls")
     enc = tmp_path / "locked.xlsx"
     enc.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))
     refused(enc, "password-protected")

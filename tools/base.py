@@ -1,0 +1,161 @@
+"""The agent-tool contract: :class:`Tool`, its :class:`ToolResult` and typed :class:`Payload` data.
+
+A tool is a set of named actions. Each action has a pydantic arguments model (its JSON Schema is
+generated, see :mod:`tools.schema`) and a handler returning a :class:`Payload`. :meth:`Tool.run`
+never raises into the agent: bad arguments, library errors and unexpected exceptions all come
+back as a :class:`ToolResult` with ``ok=False`` and an error the model can read and act on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationError
+
+from hello_memory.errors import HelloMemoryError
+from tools.schema import ActionArgs, explain, merge_action_schemas, model_schema
+
+logger = logging.getLogger(__name__)
+
+
+class Payload(BaseModel):
+    """Typed data of a successful action; :meth:`render` is the concise text shown to the model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def render(self) -> str:
+        """Concise text for the model (subclasses override)."""
+        return self.model_dump_json()
+
+
+class ToolResult(BaseModel):
+    """The outcome of one tool call: typed ``data`` on success, an ``error`` sentence otherwise.
+
+    Example:
+        >>> r = ToolResult.failure("memory", "search", "parameter 'limit' must be <= 50")
+        >>> r.text()
+        "Error (memory.search): parameter 'limit' must be <= 50"
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    ok: bool
+    tool: str
+    action: str | None = None
+    data: SerializeAsAny[Payload] | None = None
+    error: str | None = None
+    error_type: str | None = None
+
+    @classmethod
+    def success(cls, tool: str, action: str, data: Payload) -> ToolResult:
+        """A successful result carrying ``data``."""
+        return cls(ok=True, tool=tool, action=action, data=data)
+
+    @classmethod
+    def failure(
+        cls, tool: str, action: str | None, error: str, error_type: str = "invalid_arguments"
+    ) -> ToolResult:
+        """A failed result; ``error_type`` is a short machine-readable kind."""
+        return cls(ok=False, tool=tool, action=action, error=error, error_type=error_type)
+
+    def text(self) -> str:
+        """Concise text for the model (Chinese and other text kept as is)."""
+        head = f"{self.tool}.{self.action}" if self.action else self.tool
+        if not self.ok:
+            return f"Error ({head}): {self.error}"
+        return self.data.render() if self.data is not None else f"{head}: done"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One action of a tool: its name, its arguments model, its handler and a one-line description."""
+
+    name: str
+    args: type[ActionArgs]
+    handler: Callable[[Any], Payload]
+    description: str
+
+
+class Tool:
+    """Base class of multi-action tools; subclasses pass their actions to ``__init__``.
+
+    Args:
+        name: tool name shown to the model (``[A-Za-z0-9_-]``).
+        description: what the tool is for, written for the model.
+        actions: the actions, in the order the model should see them.
+    """
+
+    def __init__(self, name: str, description: str, actions: Sequence[Action]) -> None:
+        self.name = name
+        self.description = description
+        self._actions: dict[str, Action] = {a.name: a for a in actions}
+
+    @property
+    def actions(self) -> list[str]:
+        """Action names in declaration order."""
+        return list(self._actions)
+
+    def action(self, name: str) -> Action:
+        """The action called ``name`` (``KeyError`` if unknown)."""
+        return self._actions[name]
+
+    def action_schema(self, name: str) -> dict[str, Any]:
+        """JSON Schema of one action's arguments (without ``action``)."""
+        return model_schema(self._actions[name].args)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON Schema of the tool: ``action`` plus the union of the actions' parameters."""
+        schemas = {n: self.action_schema(n) for n in self._actions}
+        return merge_action_schemas(schemas, {n: a.description for n, a in self._actions.items()})
+
+    def execute(self, action: str, **kwargs: Any) -> ToolResult:
+        """Python convenience: ``tool.execute("add", content=...)`` is ``run({"action": "add", ...})``."""
+        return self.run({"action": action, **kwargs})
+
+    def run(self, params: Mapping[str, Any] | None) -> ToolResult:
+        """Validate ``params`` (``action`` plus that action's arguments) and run the action.
+
+        Never raises: every problem becomes a ``ToolResult`` with ``ok=False``.
+        """
+        if params is None:
+            params = {}
+        if not isinstance(params, Mapping):
+            kind = type(params).__name__
+            return ToolResult.failure(self.name, None, f"arguments must be a JSON object, not {kind}")
+        rest = dict(params)
+        name = rest.pop("action", None)
+        choices = ", ".join(self._actions)
+        if name is None:
+            return ToolResult.failure(self.name, None, f"missing parameter 'action' (one of: {choices})")
+        if not isinstance(name, str) or name not in self._actions:
+            return ToolResult.failure(self.name, None, f"unknown action {name!r}; expected one of: {choices}",
+                                      "unknown_action")
+        spec = self._actions[name]
+        try:
+            args = spec.args.model_validate(rest)
+        except ValidationError as e:
+            return ToolResult.failure(self.name, name, explain(e, spec.args.model_fields))
+        return self._invoke(spec, args)
+
+    def _invoke(self, spec: Action, args: ActionArgs) -> ToolResult:
+        try:
+            data = spec.handler(args)
+        except HelloMemoryError as e:
+            return ToolResult.failure(self.name, spec.name, str(e), type(e).__name__)
+        except Exception as e:  # the agent must never see a crash; the log keeps the traceback
+            logger.exception("tool %s.%s failed", self.name, spec.name)
+            return ToolResult.failure(self.name, spec.name, f"{type(e).__name__}: {e}", "internal_error")
+        return ToolResult.success(self.name, spec.name, data)
+
+    def close(self) -> None:
+        """Release resources the tool owns (none by default)."""
+
+    def __enter__(self) -> Tool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

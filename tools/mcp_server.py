@@ -1,0 +1,151 @@
+"""MCP server over stdio exposing MemoryTool and RAGTool, one MCP tool per action.
+
+Run it with ``python -m tools.mcp_server --home DIR --user U --namespace N`` (or ``hello-memory
+mcp``) and point an MCP client at that command. Tools are named ``memory_add``,
+``memory_search``, ..., ``rag_ask``, ...; each takes that action's JSON Schema, returns the
+tool's concise text as content, the full :class:`~tools.base.ToolResult` as structured content,
+and ``isError`` for error results. Needs the ``tools`` extra (``pip install 'hello-memory[tools]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hello_memory._lazy import require
+from hello_memory.settings import Settings
+from tools.registry import ToolRegistry
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME = "hello-memory"
+EMBEDDERS = ("auto", "e5", "sentence-transformers", "dashscope", "tfidf")
+
+
+def build_registry(
+    settings: Settings, *, user_id: str = "default_user", namespace: str = "default",
+    allowed_roots: Sequence[str | Path] | None = None, rag: bool = True,
+) -> ToolRegistry:
+    """A registry (actions expanded) with a MemoryTool for ``user_id`` and a RAGTool for ``namespace``."""
+    from tools.memory_tool import MemoryTool
+
+    registry = ToolRegistry(expand_actions=True)
+    registry.register(MemoryTool(user_id=user_id, settings=settings))
+    if rag:
+        from tools.rag_tool import RAGTool
+
+        try:
+            registry.register(RAGTool(namespace=namespace, settings=settings, allowed_roots=allowed_roots))
+        except BaseException:
+            registry.close()
+            raise
+    return registry
+
+
+def build_server(registry: ToolRegistry, *, name: str = SERVER_NAME) -> Any:
+    """A low-level MCP ``Server`` listing the registry's functions and executing calls through it."""
+    types = require("mcp.types", "tools", "mcp")
+
+    def list_tools() -> list[Any]:
+        functions = [t["function"] for t in registry.to_openai_tools(expand_actions=True)]
+        return [types.Tool.model_validate({"name": f["name"], "description": f["description"],
+                                           "inputSchema": f["parameters"]}) for f in functions]
+
+    def call_tool(tool: str, arguments: dict[str, Any] | None) -> Any:
+        result = registry.execute(tool, arguments or {})
+        return types.CallToolResult.model_validate({
+            "content": [{"type": "text", "text": result.text()}],
+            "structuredContent": result.model_dump(mode="json"), "isError": not result.ok,
+        })
+
+    return _server(name, list_tools, call_tool)
+
+
+def _server(name: str, list_tools: Callable[[], list[Any]], call_tool: Callable[..., Any]) -> Any:
+    lowlevel = require("mcp.server.lowlevel", "tools", "mcp")
+    types = require("mcp.types", "tools", "mcp")
+    if "on_list_tools" in inspect.signature(lowlevel.Server.__init__).parameters:  # mcp 2.x
+        async def on_list(ctx: Any, params: Any) -> Any:
+            return types.ListToolsResult(tools=list_tools())
+
+        async def on_call(ctx: Any, params: Any) -> Any:
+            return call_tool(params.name, params.arguments)
+
+        return lowlevel.Server(name, on_list_tools=on_list, on_call_tool=on_call)
+    server = lowlevel.Server(name)  # mcp 1.x: decorator registration
+
+    @server.list_tools()
+    async def _list() -> list[Any]:
+        return list_tools()
+
+    @server.call_tool()
+    async def _call(tool: str, arguments: dict[str, Any] | None) -> Any:
+        return call_tool(tool, arguments)
+
+    return server
+
+
+async def run_stdio(server: Any) -> None:
+    """Serve ``server`` on this process's stdin/stdout until the client disconnects."""
+    stdio = require("mcp.server.stdio", "tools", "mcp")
+    async with stdio.stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def serve(
+    home: str | Path | None = None, user_id: str = "default_user", namespace: str = "default", *,
+    allowed_roots: Sequence[str | Path] | None = None, embedder: str | None = None,
+    settings: Settings | None = None, rag: bool = True,
+) -> None:
+    """Run the MCP server over stdio (blocking); the entry point for ``hello-memory mcp``.
+
+    Args:
+        home: data directory (default: ``HELLO_MEMORY_HOME`` or ``./hello_memory_data``).
+        user_id: whose memories the memory tools use.
+        namespace: the knowledge base the rag tools use.
+        allowed_roots: folders ``rag_add_document`` may read; default the current directory.
+        embedder: override ``settings.embedder`` (``auto``, ``e5``, ``tfidf``, ...).
+        settings: base settings (``Settings()`` from the environment when omitted).
+        rag: also expose the RAG tools.
+    """
+    anyio = require("anyio", "tools")
+    settings = settings or Settings()
+    update: dict[str, Any] = {}
+    if home is not None:
+        update["home"] = Path(home)
+    if embedder is not None:
+        update["embedder"] = embedder
+    settings = settings.model_copy(update=update)
+    roots = list(allowed_roots) if allowed_roots else [Path.cwd()]
+    registry = build_registry(settings, user_id=user_id, namespace=namespace, allowed_roots=roots, rag=rag)
+    try:
+        logger.info("MCP server: home %s, user %s, namespace %s", settings.home, user_id, namespace)
+        anyio.run(run_stdio, build_server(registry))
+    finally:
+        registry.close()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m tools.mcp_server --home DIR --user U --namespace N``."""
+    ap = argparse.ArgumentParser(prog="python -m tools.mcp_server", description=__doc__.splitlines()[0])
+    ap.add_argument("--home", type=Path, default=None, help="data directory")
+    ap.add_argument("--user", default="default_user", help="user id of the memory tools")
+    ap.add_argument("--namespace", default="default", help="knowledge base of the rag tools")
+    ap.add_argument("--allow-root", action="append", type=Path, default=None,
+                    help="folder rag_add_document may read (repeatable; default: current directory)")
+    ap.add_argument("--embedder", choices=EMBEDDERS, default=None, help="override HELLO_MEMORY_EMBEDDER")
+    ap.add_argument("--no-rag", action="store_true", help="expose only the memory tools")
+    ap.add_argument("--log-level", default="WARNING", help="log level (logs go to stderr)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper())
+    serve(args.home, args.user, args.namespace, allowed_roots=args.allow_root, embedder=args.embedder,
+          rag=not args.no_rag)
+
+
+if __name__ == "__main__":
+    main()
