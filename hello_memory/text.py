@@ -17,18 +17,21 @@ from typing import Any
 # CJK Unified Ideographs, Extension A-E, Compatibility Ideographs, plus kana and hangul so that
 # Japanese/Korean text is not counted as a single "word".
 _CJK_RANGES = (
+    (0x3001, 0x303F),  # CJK symbols and punctuation (not U+3000, a space) (。、「」…): one token each, like the characters
     (0x3040, 0x30FF),  # hiragana, katakana
     (0x3400, 0x4DBF),  # extension A
     (0x4E00, 0x9FFF),  # unified
     (0xAC00, 0xD7AF),  # hangul syllables
     (0xF900, 0xFAFF),  # compatibility
+    (0xFF00, 0xFFEF),  # full-width forms (，！？：)
     (0x20000, 0x2CEAF),  # extensions B-E
 )
 _CJK_CLASS = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _CJK_RANGES)
 _CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
 # A token for the estimate: a single CJK char, or a run of non-space, non-CJK characters.
 _EST_TOKEN = re.compile(f"[{_CJK_CLASS}]|[^\\s{_CJK_CLASS}]+")
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_LETTER_RANGES = tuple(r for r in _CJK_RANGES if r[0] not in (0x3001, 0xFF00))
+_CJK_RUN = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _LETTER_RANGES) + "]+")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
 _STOPWORDS_EN = frozenset(

@@ -166,6 +166,10 @@ class QdrantVectorStore:
     def ensure_collection(self, name: str, dimension: int, *, embedder: str) -> None:
         """Create ``name`` or verify that it matches ``dimension`` and ``embedder``."""
         check_collection_args(name, dimension, embedder)
+        cached = self._metas.get(name)
+        if cached is not None and cached.embedder:  # verified before: no round trip (callers repeat this)
+            cached.check(name, dimension, embedder)
+            return
         full = self._full(name)
         if not self._call("check the collection", "collection_exists", full):
             meta = CollectionMeta(dimension, embedder)
@@ -214,9 +218,12 @@ class QdrantVectorStore:
         m = _models()
         for start in range(0, len(ids), _UPSERT_BATCH):
             end = start + _UPSERT_BATCH
-            batch = m.Batch(
-                ids=ids[start:end], vectors=matrix[start:end].tolist(), payloads=payloads[start:end]
-            )
+            try:
+                batch = m.Batch(
+                    ids=ids[start:end], vectors=matrix[start:end].tolist(), payloads=payloads[start:end]
+                )
+            except Exception as e:  # pydantic refusing a value json.dumps accepted
+                raise StoreError(f"qdrant-client refused the batch: {e}") from e
             self._call("upsert", "upsert", full, points=batch, wait=True)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:

@@ -151,7 +151,7 @@ class QdrantEdgeVectorStore:
         check_collection_args(name, dimension, embedder)
         with self._lock:
             self._check_open()
-            meta = self._read_meta(name)
+            meta = self._metas.get(name) or self._read_meta(name)
             if meta is None:
                 self._create(name, CollectionMeta(dimension, embedder))
                 return
@@ -191,13 +191,13 @@ class QdrantEdgeVectorStore:
             ids, matrix, payloads = prepare_points(collection, points, meta.dimension)
             for start in range(0, len(ids), _WRITE_BATCH):
                 end = start + _WRITE_BATCH
-                batch = [
-                    qe.Point(pid, vec.tolist(), payload)
-                    for pid, vec, payload in zip(
-                        ids[start:end], matrix[start:end], payloads[start:end], strict=True
-                    )
-                ]
                 with self._errors("upsert"):
+                    batch = [
+                        qe.Point(pid, vec.tolist(), payload)
+                        for pid, vec, payload in zip(
+                            ids[start:end], matrix[start:end], payloads[start:end], strict=True
+                        )
+                    ]
                     shard.update(qe.UpdateOperation.upsert_points(batch))
             if ids:
                 self._after_write(shard)

@@ -35,6 +35,7 @@ FLOAT_INDEX_KEYS = ("created_ts",)
 _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 # Filter keys are top-level payload fields; '.' and '[' would be read as paths by Qdrant.
 _FILTER_KEY = re.compile(r"^[^.\[\]]+$")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def open_vector_store(settings: Settings) -> VectorStore:
@@ -45,7 +46,8 @@ def open_vector_store(settings: Settings) -> VectorStore:
 
     Example:
         >>> from hello_memory.settings import Settings
-        >>> open_vector_store(Settings(home="/tmp/hm-doc")).backend
+        >>> import tempfile
+        >>> open_vector_store(Settings(home=tempfile.mkdtemp())).backend
         'qdrant-edge'
     """
     if settings.qdrant_url:
@@ -172,7 +174,20 @@ def _clean_payload(payload: Any) -> dict[str, Any]:
         raise InvalidInputError(f"payload is not plain JSON: {e}", field="payload") from e
     if len(copy) != len(payload):  # json.dumps coerces int/None keys to strings, which may collide
         raise InvalidInputError("payload keys must be unique strings", field="payload")
+    _check_ints(copy)
     return copy
+
+
+def _check_ints(value: Any) -> None:
+    """Qdrant stores integers as 64-bit; refuse larger ones instead of failing mid-write."""
+    if isinstance(value, dict):
+        for v in value.values():
+            _check_ints(v)
+    elif isinstance(value, list):
+        for v in value:
+            _check_ints(v)
+    elif isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _INT64_MAX:
+        raise InvalidInputError(f"payload integer {value} does not fit in 64 bits", field="payload")
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +306,7 @@ def _value_clause(key: str, value: Any) -> Clause:
             bools.append(v)
         elif isinstance(v, str):
             strings.append(v)
-        elif isinstance(v, int):
+        elif isinstance(v, int) and _INT64_MIN <= v <= _INT64_MAX:
             ints.append(v)
         elif isinstance(v, float) and math.isfinite(v):
             ranges.append((v, v))

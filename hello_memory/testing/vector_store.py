@@ -213,7 +213,7 @@ class VectorStoreContract:
         assert store.count(coll) == 0
 
     def test_upsert_rejects_non_json_payloads(self, store: VectorStore, coll: str) -> None:
-        for payload in ({"x": math.nan}, {"x": object()}, {"x": np.float32(1.0)}):
+        for payload in ({"x": math.nan}, {"x": object()}, {"x": np.float32(1.0)}, {"x": [2**64]}):
             with pytest.raises(InvalidInputError):
                 store.upsert(coll, [VectorPoint(str(uuid.uuid4()), np.ones(DIM, np.float32), payload)])
         assert store.count(coll) == 0
@@ -314,6 +314,7 @@ class VectorStoreContract:
             Filter(equals={"x": {"nested": 1}}),  # type: ignore[dict-item]
             Filter(equals={"x": math.nan}),
             Filter(ranges={"x": Range(gte=math.inf)}),
+            Filter(equals={"n": 2**70}),
         ):
             with pytest.raises(InvalidInputError):
                 store.count(coll, where)

@@ -38,7 +38,8 @@ def memory_tool(settings, fake_embedder) -> Iterator[MemoryTool]:
 
 @pytest.fixture
 def rag_tool(settings, fake_embedder, docs_dir) -> Iterator[RAGTool]:
-    tool = RAGTool(namespace="alice_docs", settings=settings, embedder=fake_embedder, allowed_roots=[docs_dir])
+    tool = RAGTool(namespace="alice_docs", settings=settings, embedder=fake_embedder,
+                   allowed_roots=[docs_dir])
     yield tool
     tool.close()
 

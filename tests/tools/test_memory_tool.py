@@ -6,12 +6,18 @@ import re
 
 import pytest
 
-from hello_memory import MemoryManager
+from hello_memory import MemoryManager, Settings
 from hello_memory.errors import InvalidInputError
+from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from tools.memory_tool import EPISODIC_MIN_TOKENS, MemoryTool
 from tools.registry import ToolRegistry
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def snapshot(tool: MemoryTool) -> list[tuple]:
+    return [(it.id, it.content, it.importance, it.updated_at, it.deleted_at)
+            for it in tool.manager.get_all(user_id=tool.user_id, include_deleted=True)]
 
 
 def total(tool: MemoryTool, user: str | None = None) -> int:
@@ -19,8 +25,9 @@ def total(tool: MemoryTool, user: str | None = None) -> int:
 
 
 def test_add_keeps_content_type_importance_session_and_metadata(registry, memory_tool, call):
-    r = call(registry, "memory", {"action": "add", "content": "加载了文档《Happy-LLM》", "memory_type": "episodic",
-                                  "importance": 0.9, "event_type": "document_loaded", "concept": "LLM",
+    r = call(registry, "memory", {"action": "add", "content": "加载了文档《Happy-LLM》",
+                                  "memory_type": "episodic", "importance": 0.9,
+                                  "event_type": "document_loaded", "concept": "LLM",
                                   "file_path": "docs/happy.pdf", "metadata": {"pages": 12}})
     assert r.ok and r.action == "add"
     mem = r.data.memory
@@ -52,7 +59,7 @@ def test_search_returns_hits_with_full_ids_scores_and_quoted_text(registry, call
     r = call(registry, "memory", '{"action": "search", "query": "张三是做什么的", "limit": 3}')
     assert r.ok
     hits = r.data.hits
-    assert hits and hits[0].id == added.data.memory.id and 0 < hits[0].score
+    assert hits and hits[0].id == added.data.memory.id and hits[0].score > 0
     assert hits[0].breakdown
     assert '"我叫张三，我是Python开发者"' in r.text() and added.data.memory.id in r.text()
     only = call(registry, "memory", {"action": "search", "query": "weather", "memory_type": "working"})
@@ -125,6 +132,19 @@ def test_clear_all_needs_confirm_and_only_touches_this_user(registry, memory_too
     assert total(memory_tool, "bob") == 1
 
 
+@pytest.fixture(scope="module")
+def shared_memory(tmp_path_factory):
+    """One store for the many bad-input cases (opening a fresh store costs about a second)."""
+    tool = MemoryTool(user_id="alice", settings=Settings(home=tmp_path_factory.mktemp("bad") / "data"),
+                      embedder=DeterministicFakeEmbedder(dimension=32))
+    tool.execute("add", content="existing", memory_type="semantic")
+    tool.execute("add", content="working note")
+    reg = ToolRegistry()
+    reg.register(tool)
+    yield reg, tool
+    tool.close()
+
+
 @pytest.mark.parametrize(("args", "needle"), [
     ('{"action": "search", "query": "x",', "not valid JSON"),
     ('["search"]', "must be a JSON object"),
@@ -148,12 +168,14 @@ def test_clear_all_needs_confirm_and_only_touches_this_user(registry, memory_too
     ('{"action": "consolidate", "from_type": "working", "to_type": "working"}', "must differ"),
     ('{"action": "add", "content": "x", "memory_type": "perceptual"}', "not enabled"),
 ])
-def test_bad_arguments_are_error_results_and_change_nothing(registry, memory_tool, call, args, needle):
-    call(registry, "memory", {"action": "add", "content": "existing", "memory_type": "semantic"})
-    before = memory_tool.manager.stats(user_id="alice")
+def test_bad_arguments_are_error_results_and_change_nothing(shared_memory, call, args, needle):
+    registry, tool = shared_memory
+    before = tool.manager.stats(user_id="alice")
+    items = snapshot(tool)
     r = call(registry, "memory", args)
     assert not r.ok and needle in r.error, r.error
-    assert memory_tool.manager.stats(user_id="alice") == before
+    assert tool.manager.stats(user_id="alice") == before
+    assert snapshot(tool) == items
 
 
 def test_ids_of_another_users_memory_are_not_found_and_untouched(registry, memory_tool, call):
@@ -182,9 +204,9 @@ def test_unexpected_exceptions_become_error_results(memory_tool, monkeypatch, ca
 
 
 def test_memory_types_choose_tiers(settings, fake_embedder):
-    tool = MemoryTool(user_id="u", settings=settings, embedder=fake_embedder, memory_types=["semantic", "perceptual"])
+    tool = MemoryTool(user_id="u", settings=settings, embedder=fake_embedder,
+                      memory_types=["semantic", "perceptual"])
     try:
-        assert set(tool.manager.enabled) == {tool.manager.enabled[0], tool.manager.enabled[1]}
         assert [t.value for t in tool.manager.enabled] == ["semantic", "perceptual"]
         r = tool.execute("add", content="a cat on a sofa", memory_type="perceptual", file_path="cat.jpg")
         assert r.ok and tool.manager.get(r.data.memory.id).modality.value == "image"
@@ -235,4 +257,4 @@ def test_expanded_action_functions(memory_tool, call):
     r = call(reg, "memory_search", {"query": "张三"})
     assert r.ok and r.data.hits
     r = call(reg, "memory_search", {"action": "add", "query": "张三"})
-    assert not r.ok and "asks for action 'add'" in r.error
+    assert not r.ok and "ask for action 'add'" in r.error

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from qdrant_client import models as m
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from hello_memory.errors import CorruptStoreError, StoreError, StoreLockedError
+from hello_memory.errors import CorruptStoreError, MissingDependencyError, StoreError, StoreLockedError
 from hello_memory.settings import Settings
 from hello_memory.stores.base import Filter, Range, VectorHit, VectorPoint, VectorStore
 from hello_memory.stores.memory import InMemoryVectorStore
@@ -258,6 +258,13 @@ def test_qdrant_store_is_lazy_and_validates_its_arguments():
         QdrantVectorStore(":memory:", url="http://localhost:6333")
     with pytest.raises(ValueError):
         QdrantVectorStore(":memory:", prefix="bad prefix")
+
+
+def test_qdrant_store_without_the_extra_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "qdrant_client", None)
+    store = QdrantVectorStore(":memory:")  # construction needs nothing
+    with pytest.raises(MissingDependencyError, match=r"hello-memory\[qdrant\]"):
+        store.collections()
 
 
 class _FlakyClient:
