@@ -5,19 +5,25 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hello_memory.errors import HelloMemoryError
 
+if TYPE_CHECKING:
+    from hello_memory.manager import MemoryManager
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="hello-memory: memory for LLM agents.")
 
-Home = Annotated[Path | None, typer.Option("--home", help="data directory (default: HELLO_MEMORY_HOME or ./hello_memory_data)")]
+Home = Annotated[
+    Path | None,
+    typer.Option("--home", help="data directory (default: HELLO_MEMORY_HOME or ./hello_memory_data)"),
+]
 User = Annotated[str, typer.Option("--user", "-u", help="user id")]
 
 
-def _manager(home: Path | None, user: str):  # noqa: ANN202 - avoids importing the manager at CLI import
+def _manager(home: Path | None, user: str) -> MemoryManager:
     from hello_memory import MemoryManager, Settings
 
     settings = Settings() if home is None else Settings(home=home)
@@ -32,7 +38,9 @@ def _fail(e: HelloMemoryError) -> None:
 @app.command()
 def add(
     content: str,
-    memory_type: Annotated[str, typer.Option("--type", "-t", help="working|episodic|semantic|perceptual")] = "episodic",
+    memory_type: Annotated[
+        str, typer.Option("--type", "-t", help="working|episodic|semantic|perceptual")
+    ] = "episodic",
     importance: Annotated[float, typer.Option("--importance", "-i")] = 0.5,
     session: Annotated[str | None, typer.Option("--session")] = None,
     home: Home = None,
@@ -91,7 +99,9 @@ def forget(
     strategy: Annotated[str, typer.Option("--strategy", "-s")] = "importance_based",
     threshold: Annotated[float, typer.Option("--threshold")] = 0.1,
     max_age_days: Annotated[float, typer.Option("--max-age-days")] = 30,
-    purge: Annotated[bool, typer.Option("--purge", help="delete for good instead of a restorable forget")] = False,
+    purge: Annotated[
+        bool, typer.Option("--purge", help="delete for good instead of a restorable forget")
+    ] = False,
     home: Home = None,
     user: User = "default_user",
 ) -> None:

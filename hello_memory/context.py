@@ -79,6 +79,7 @@ def build_context(
     """See :meth:`MemoryManager.build_context`."""
     if position not in ("system", "user", "tool"):
         raise InvalidInputError("position must be 'system', 'user' or 'tool'", field="position")
+    where: Position = position  # type: ignore[assignment]  # narrowed by the check above
     if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
         raise InvalidInputError("budget_tokens must be a positive integer", field="budget_tokens")
     hits = mm.search(query, user_id=user_id, limit=limit, min_score=floor)
@@ -92,5 +93,10 @@ def build_context(
         kept.append(h)
         used += cost
     text = render(kept) if kept else ""
-    return ContextBlock(text=text, position=position, tokens=estimate_tokens(text) if kept else 0,  # type: ignore[arg-type]
-                        hits=kept, dropped=len(hits) - len(kept))
+    return ContextBlock(  # position validated above
+        text=text,
+        position=where,
+        tokens=estimate_tokens(text) if kept else 0,
+        hits=kept,
+        dropped=len(hits) - len(kept),
+    )

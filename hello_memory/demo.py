@@ -18,18 +18,34 @@ def run_demo(home: Path | None = None) -> None:
         mm.clear_all()
         echo(f"data directory: {Path(settings.home).resolve()}  (embedder: {settings.resolved_embedder()})")
         week_ago = datetime.now(timezone.utc) - timedelta(days=7)
-        mm.add_many([
-            {"content": "我叫张三，是一名 Python 开发者", "memory_type": "semantic", "importance": 0.9},
-            {"content": "张三住在杭州，喜欢喝龙井茶", "memory_type": "semantic", "importance": 0.7},
-            {"content": "Zhang San finished the RAG chapter of Hello-Agents", "memory_type": "episodic",
-             "importance": 0.8, "created_at": week_ago},
-            {"content": "昨天学习了向量数据库 Qdrant 的基本用法", "memory_type": "episodic", "importance": 0.6},
-            {"content": "正在问：如何给智能体加上长期记忆？", "memory_type": "working", "importance": 0.75},
-        ])
+        mm.add_many(
+            [
+                {"content": "我叫张三，是一名 Python 开发者", "memory_type": "semantic", "importance": 0.9},
+                {"content": "张三住在杭州，喜欢喝龙井茶", "memory_type": "semantic", "importance": 0.7},
+                {
+                    "content": "Zhang San finished the RAG chapter of Hello-Agents",
+                    "memory_type": "episodic",
+                    "importance": 0.8,
+                    "created_at": week_ago,
+                },
+                {
+                    "content": "昨天学习了向量数据库 Qdrant 的基本用法",
+                    "memory_type": "episodic",
+                    "importance": 0.6,
+                },
+                {
+                    "content": "正在问：如何给智能体加上长期记忆？",
+                    "memory_type": "working",
+                    "importance": 0.75,
+                },
+            ]
+        )
         for query in ("张三是做什么的？", "what did Zhang San study?", "向量数据库"):
             echo(f"\nsearch: {query}")
             for h in mm.search(query, limit=3):
-                terms = ", ".join(f"{k}={v:.2f}" for k, v in h.breakdown.items() if k in ("sim", "recency", "graph"))
+                terms = ", ".join(
+                    f"{k}={v:.2f}" for k, v in h.breakdown.items() if k in ("sim", "recency", "graph")
+                )
                 echo(f"  {h.score:.3f} [{h.item.memory_type.value}] {h.item.content}  ({terms})")
         rep = mm.consolidate("working", "episodic", 0.7)
         echo(f"\nconsolidate working→episodic: {rep.count} promoted")
@@ -40,4 +56,6 @@ def run_demo(home: Path | None = None) -> None:
         block = mm.build_context("张三的学习进度", budget_tokens=120)
         echo("\ncontext block for the next LLM call:\n" + block.text)
         st = mm.stats()
-        echo(f"\nstats: {st.total} memories {st.by_type}, graph {st.entities} entities / {st.relations} relations")
+        echo(
+            f"\nstats: {st.total} memories {st.by_type}, graph {st.entities} entities / {st.relations} relations"
+        )

@@ -98,9 +98,7 @@ class MissingDependencyError(HelloMemoryError, ImportError):
     """An optional dependency is not installed; the message names the pip command."""
 
     def __init__(self, package: str, extra: str) -> None:
-        super().__init__(
-            f"{package} is not installed; install it with: pip install 'hello-memory[{extra}]'"
-        )
+        super().__init__(f"{package} is not installed; install it with: pip install 'hello-memory[{extra}]'")
         self.package = package
         self.extra = extra
 

@@ -38,10 +38,22 @@ logger = logging.getLogger(__name__)
 MEMORY_COLLECTION = "memories"
 _VECTOR_TIERS = (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL)
 _TYPED_FIELDS = {
-    "event_type", "context", "outcome", "participants", "tags", "modality", "source_path", "agent_id",
+    "event_type",
+    "context",
+    "outcome",
+    "participants",
+    "tags",
+    "modality",
+    "source_path",
+    "agent_id",
     "valid_from",
 }
-_EXT_MODALITY = {"image": Modality.IMAGE, "audio": Modality.AUDIO, "video": Modality.VIDEO, "text": Modality.TEXT}
+_EXT_MODALITY = {
+    "image": Modality.IMAGE,
+    "audio": Modality.AUDIO,
+    "video": Modality.VIDEO,
+    "text": Modality.TEXT,
+}
 
 
 def collection_for(item: MemoryItem) -> str:
@@ -89,10 +101,15 @@ def build_item(
         meta.setdefault("encoder", "text-proxy")  # the caption/description is what is embedded
     try:
         return MemoryItem(
-            user_id=user_id, memory_type=mt, content=content, importance=check_importance(importance),
+            user_id=user_id,
+            memory_type=mt,
+            content=content,
+            importance=check_importance(importance),
             session_id=None if session_id is None else check_id(session_id, "session_id"),
             created_at=now if created_at is None else check_datetime(created_at, "created_at"),
-            updated_at=now, metadata=meta, **kwargs,
+            updated_at=now,
+            metadata=meta,
+            **kwargs,
         )
     except ValueError as e:  # pydantic validation of typed fields
         raise InvalidInputError(f"invalid memory fields: {e}") from e
@@ -101,7 +118,9 @@ def build_item(
 def payload(item: MemoryItem) -> dict[str, Any]:
     """Vector payload: the filter keys only (the record in SQLite is the source of truth)."""
     return {
-        "user_id": item.user_id, "memory_type": item.memory_type.value, "session_id": item.session_id,
+        "user_id": item.user_id,
+        "memory_type": item.memory_type.value,
+        "session_id": item.session_id,
         "created_ts": item.created_at.timestamp(),
     }
 
@@ -116,7 +135,9 @@ def embed_items(mm: MemoryManager, items: Sequence[MemoryItem]) -> dict[str, np.
         vecs = mm.embedder.embed([it.content for it in part], kind="passage")
         out.update({it.id: vecs[i] for i, it in enumerate(part)})
     for it in todo:
-        mm.bundle.vectors.ensure_collection(collection_for(it), mm.embedder.dimension, embedder=mm.embedder.name)
+        mm.bundle.vectors.ensure_collection(
+            collection_for(it), mm.embedder.dimension, embedder=mm.embedder.name
+        )
     return out
 
 
@@ -131,8 +152,11 @@ def insert(mm: MemoryManager, items: list[MemoryItem]) -> list[MemoryItem]:
     with records.transaction() as conn:
         for it in items:
             records.insert(conn, it, lexical_tokens(it.content))
-            records.add_history(conn, HistoryEntry(memory_id=it.id, event="add", new=_snapshot(it),
-                                                   at=it.updated_at), it.user_id)
+            records.add_history(
+                conn,
+                HistoryEntry(memory_id=it.id, event="add", new=_snapshot(it), at=it.updated_at),
+                it.user_id,
+            )
             if it.id in vectors or it.id in graph_links:
                 records.add_pending(conn, it.id, it.user_id, "index", now_ts)
             if it.id in graph_links:
@@ -155,7 +179,8 @@ def _write_indexes(
     for it in items:
         if it.id in vectors:
             by_collection.setdefault(collection_for(it), []).append(
-                VectorPoint(id=it.id, vector=vectors[it.id], payload=payload(it)))
+                VectorPoint(id=it.id, vector=vectors[it.id], payload=payload(it))
+            )
     for name, points in by_collection.items():
         for start in range(0, len(points), 256):
             mm.bundle.vectors.upsert(name, points[start : start + 256])
@@ -169,9 +194,7 @@ def _snapshot(item: MemoryItem) -> dict[str, Any]:
     return item.model_dump(mode="json", include={"content", "importance", "metadata", "memory_type"})
 
 
-def update(
-    mm: MemoryManager, item: MemoryItem, content: Any, importance: Any, metadata: Any
-) -> MemoryItem:
+def update(mm: MemoryManager, item: MemoryItem, content: Any, importance: Any, metadata: Any) -> MemoryItem:
     """Apply an update everywhere the memory is stored; history records old and new."""
     if content is None and importance is None and metadata is None:
         raise InvalidInputError("nothing to update: give content, importance or metadata")
@@ -194,8 +217,13 @@ def update(
     records = mm.bundle.records
     with records.transaction() as conn:
         records.replace(conn, new, lexical_tokens(new.content) if reembed else None)
-        records.add_history(conn, HistoryEntry(memory_id=new.id, event="update", old=_snapshot(item),
-                                               new=_snapshot(new), at=new.updated_at), new.user_id)
+        records.add_history(
+            conn,
+            HistoryEntry(
+                memory_id=new.id, event="update", old=_snapshot(item), new=_snapshot(new), at=new.updated_at
+            ),
+            new.user_id,
+        )
         if vectors or links is not None:
             records.add_pending(conn, new.id, new.user_id, "index", new.updated_at.timestamp())
         if links is not None:
@@ -246,8 +274,11 @@ def soft_delete(mm: MemoryManager, items: Sequence[MemoryItem], reason: str) -> 
         for it in items:
             records.replace(conn, it.model_copy(update={"deleted_at": now}), None)
             records.unindex(conn, it.id)
-            records.add_history(conn, HistoryEntry(memory_id=it.id, event="forget", old=None,
-                                                   new={"reason": reason}, at=now), it.user_id)
+            records.add_history(
+                conn,
+                HistoryEntry(memory_id=it.id, event="forget", old=None, new={"reason": reason}, at=now),
+                it.user_id,
+            )
             records.add_pending(conn, it.id, it.user_id, "unindex", now.timestamp())
     unindex(mm, items)
     records.clear_pending([it.id for it in items])
@@ -298,7 +329,7 @@ def recover(mm: MemoryManager) -> None:
         for memory_id, user_id, op in pending:
             item = bundle.records.fetch([memory_id], user_id, include_deleted=True).get(memory_id)
             if item is None or op == "unindex" or item.deleted_at is not None:
-                ghost = item or MemoryItem(id=memory_id, user_id=user_id, memory_type="episodic", content="-")
+                ghost = item or MemoryItem(id=memory_id, user_id=user_id, memory_type=MemoryType.EPISODIC, content="-")
                 _unindex_everywhere(mm, ghost)
             else:
                 _reindex(mm, item)

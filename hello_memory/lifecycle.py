@@ -47,12 +47,15 @@ def expire_working(mm: MemoryManager, user_id: str) -> None:
 def enforce_working_limits(mm: MemoryManager, user_id: str) -> None:
     """Keep at most ``working_capacity`` items and ``working_token_budget`` tokens (least important go first)."""
     expire_working(mm, user_id)
-    items = mm.bundle.records.list_items(user_id, types=[MemoryType.WORKING.value],
-                                         order="importance DESC, created_at DESC")
+    items = mm.bundle.records.list_items(
+        user_id, types=[MemoryType.WORKING.value], order="importance DESC, created_at DESC"
+    )
     keep, tokens, evict = 0, 0, []
     for it in items:
         t = estimate_tokens(it.content)
-        if keep < mm.settings.working_capacity and (keep == 0 or tokens + t <= mm.settings.working_token_budget):
+        if keep < mm.settings.working_capacity and (
+            keep == 0 or tokens + t <= mm.settings.working_token_budget
+        ):
             keep += 1
             tokens += t
         else:
@@ -62,16 +65,25 @@ def enforce_working_limits(mm: MemoryManager, user_id: str) -> None:
 
 
 def _select(
-    mm: MemoryManager, items: list[MemoryItem], strategy: str, threshold: float, max_age_days: float,
+    mm: MemoryManager,
+    items: list[MemoryItem],
+    strategy: str,
+    threshold: float,
+    max_age_days: float,
     capacity: int | None,
 ) -> list[tuple[MemoryItem, str]]:
     now = mm._now()
     if strategy == "importance_based":
-        return [(it, f"importance {it.importance:.2f} < {threshold}") for it in items if it.importance < threshold]
+        return [
+            (it, f"importance {it.importance:.2f} < {threshold}") for it in items if it.importance < threshold
+        ]
     if strategy == "time_based":
         limit_s = max_age_days * 86400
-        return [(it, f"older than {max_age_days:g} days") for it in items
-                if (now - it.created_at).total_seconds() > limit_s]
+        return [
+            (it, f"older than {max_age_days:g} days")
+            for it in items
+            if (now - it.created_at).total_seconds() > limit_s
+        ]
     if strategy == "capacity_based":
         cap = capacity if capacity is not None else 1000
         ranked = sorted(items, key=lambda it: (it.importance, it.last_accessed_at or it.created_at))
@@ -99,11 +111,14 @@ def forget(
 ) -> ForgetReport:
     """See :meth:`MemoryManager.forget`."""
     if strategy not in STRATEGIES:
-        raise InvalidInputError(f"unknown forget strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}",
-                                field="strategy")
+        raise InvalidInputError(
+            f"unknown forget strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}", field="strategy"
+        )
     threshold = check_importance(threshold, "threshold")
-    if isinstance(max_age_days, bool) or not isinstance(max_age_days, int | float) or not (
-        math.isfinite(max_age_days) and max_age_days >= 0
+    if (
+        isinstance(max_age_days, bool)
+        or not isinstance(max_age_days, int | float)
+        or not (math.isfinite(max_age_days) and max_age_days >= 0)
     ):
         raise InvalidInputError("max_age_days must be a non-negative number", field="max_age_days")
     if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0):
@@ -120,9 +135,12 @@ def forget(
         for it, reason in chosen:
             indexing.soft_delete(mm, [it], reason)
     return ForgetReport(
-        strategy=strategy, purged=purge,
-        forgotten=[ForgottenItem(id=it.id, memory_type=it.memory_type, content=it.content, reason=r)
-                   for it, r in chosen],
+        strategy=strategy,
+        purged=purge,
+        forgotten=[
+            ForgottenItem(id=it.id, memory_type=it.memory_type, content=it.content, reason=r)
+            for it, r in chosen
+        ],
     )
 
 
@@ -135,8 +153,11 @@ def consolidate(
     if src == dst:
         raise InvalidInputError("from_type and to_type must differ")
     threshold = check_importance(importance_threshold, "importance_threshold")
-    sources = [it for it in mm.bundle.records.list_items(user_id, types=[src.value], order="created_at")
-               if it.importance >= threshold]
+    sources = [
+        it
+        for it in mm.bundle.records.list_items(user_id, types=[src.value], order="created_at")
+        if it.importance >= threshold
+    ]
     report = ConsolidateReport(from_type=src, to_type=dst, importance_threshold=threshold)
     if not sources:
         return report
@@ -149,8 +170,14 @@ def consolidate(
             merges.append((it, twin))
             continue
         new = MemoryItem(
-            user_id=user_id, memory_type=dst, content=text, importance=it.importance, session_id=it.session_id,
-            created_at=it.created_at, updated_at=mm._now(), agent_id=it.agent_id,
+            user_id=user_id,
+            memory_type=dst,
+            content=text,
+            importance=it.importance,
+            session_id=it.session_id,
+            created_at=it.created_at,
+            updated_at=mm._now(),
+            agent_id=it.agent_id,
             metadata={**it.metadata, "consolidated_from": it.id, "consolidated_from_type": src.value},
         )
         existing[_norm(text)] = new
@@ -174,11 +201,16 @@ def _summaries(mm: MemoryManager, sources: list[MemoryItem], dst: MemoryType) ->
     out = []
     try:
         for s in sources:
-            reply = mm.llm.complete([
-                {"role": "system", "content": "Rewrite the event as one durable fact about the user, "
-                 "in the event's language. Reply with the fact only."},
-                {"role": "user", "content": s.content},
-            ]).content.strip()
+            reply = mm.llm.complete(
+                [
+                    {
+                        "role": "system",
+                        "content": "Rewrite the event as one durable fact about the user, "
+                        "in the event's language. Reply with the fact only.",
+                    },
+                    {"role": "user", "content": s.content},
+                ]
+            ).content.strip()
             out.append(reply or s.content)
     except LLMError as e:
         logger.warning("LLM summarising failed, consolidating the original text: %s", e)
@@ -187,7 +219,9 @@ def _summaries(mm: MemoryManager, sources: list[MemoryItem], dst: MemoryType) ->
 
 
 def _commit_consolidation(
-    mm: MemoryManager, sources: list[MemoryItem], new_items: list[MemoryItem],
+    mm: MemoryManager,
+    sources: list[MemoryItem],
+    new_items: list[MemoryItem],
     merges: list[tuple[MemoryItem, MemoryItem]],
 ) -> None:
     """Insert the promoted items first; only then remove the sources (a failure keeps them)."""
@@ -198,6 +232,9 @@ def _commit_consolidation(
         for src, twin in merges:
             if src.importance > twin.importance:
                 records.replace(conn, twin.model_copy(update={"importance": src.importance}), None)
-            records.add_history(conn, HistoryEntry(memory_id=twin.id, event="merge",
-                                                   new={"merged_from": src.id}, at=mm._now()), twin.user_id)
+            records.add_history(
+                conn,
+                HistoryEntry(memory_id=twin.id, event="merge", new={"merged_from": src.id}, at=mm._now()),
+                twin.user_id,
+            )
     indexing.purge(mm, sources)

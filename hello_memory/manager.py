@@ -72,8 +72,10 @@ class MemoryManager:
         self.settings = settings
         self.user_id = check_id(user_id, "user_id")
         flags = {
-            MemoryType.WORKING: enable_working, MemoryType.EPISODIC: enable_episodic,
-            MemoryType.SEMANTIC: enable_semantic, MemoryType.PERCEPTUAL: enable_perceptual,
+            MemoryType.WORKING: enable_working,
+            MemoryType.EPISODIC: enable_episodic,
+            MemoryType.SEMANTIC: enable_semantic,
+            MemoryType.PERCEPTUAL: enable_perceptual,
         }
         self.enabled: tuple[MemoryType, ...] = tuple(t for t, on in flags.items() if on)
         if not self.enabled:
@@ -139,9 +141,15 @@ class MemoryManager:
         backend fails — in every case nothing is stored.
         """
         item = indexing.build_item(
-            self, content=content, memory_type=memory_type, importance=importance,
-            user_id=self._user(user_id), session_id=session_id, created_at=created_at,
-            metadata=metadata, fields=fields,
+            self,
+            content=content,
+            memory_type=memory_type,
+            importance=importance,
+            user_id=self._user(user_id),
+            session_id=session_id,
+            created_at=created_at,
+            metadata=metadata,
+            fields=fields,
         )
         with self.bundle.lock:
             return indexing.insert(self, [item])[0]
@@ -156,11 +164,25 @@ class MemoryManager:
             if "content" not in spec:
                 raise InvalidInputError(f"item {n} has no 'content'", field="content")
             spec["user_id"] = self._user(spec.get("user_id"))
-            known = {"content", "memory_type", "importance", "user_id", "session_id", "created_at", "metadata"}
+            known = {
+                "content",
+                "memory_type",
+                "importance",
+                "user_id",
+                "session_id",
+                "created_at",
+                "metadata",
+            }
             extra = {k: spec.pop(k) for k in list(spec) if k not in known}
             spec.setdefault("memory_type", "working")
             spec.setdefault("importance", 0.5)
-            built.append(indexing.build_item(self, fields=extra, **{k: spec.get(k) for k in known}))
+            built.append(
+                indexing.build_item(
+                    self, content=spec["content"], memory_type=spec["memory_type"],
+                    importance=spec["importance"], user_id=spec["user_id"], session_id=spec.get("session_id"),
+                    created_at=spec.get("created_at"), metadata=spec.get("metadata"), fields=extra,
+                )
+            )
         if not built:
             return []
         with self.bundle.lock:
@@ -189,7 +211,9 @@ class MemoryManager:
         types = [MemoryType(memory_type).value] if memory_type else [t.value for t in self.enabled]
         lifecycle.expire_working(self, uid)
         return self.bundle.records.list_items(
-            uid, types=types, deleted=None if include_deleted else False,
+            uid,
+            types=types,
+            deleted=None if include_deleted else False,
             limit=None if limit is None else check_limit(limit, maximum=10**9),
         )
 
@@ -208,8 +232,14 @@ class MemoryManager:
         """One ranked list across tiers by final score, each hit with its score breakdown."""
         with self.bundle.lock:
             return retrieval.search(
-                self, query, user_id=self._user(user_id), memory_types=memory_types, limit=limit,
-                min_importance=min_importance, min_score=min_score, time_range=time_range,
+                self,
+                query,
+                user_id=self._user(user_id),
+                memory_types=memory_types,
+                limit=limit,
+                min_importance=min_importance,
+                min_score=min_score,
+                time_range=time_range,
                 session_id=session_id,
             )
 
@@ -259,8 +289,14 @@ class MemoryManager:
         """Forget by ``importance_based``, ``time_based``, ``capacity_based`` or ``combined`` policy."""
         with self.bundle.lock:
             return lifecycle.forget(
-                self, strategy, threshold=threshold, max_age_days=max_age_days, capacity=capacity,
-                memory_types=memory_types, user_id=self._user(user_id), purge=purge,
+                self,
+                strategy,
+                threshold=threshold,
+                max_age_days=max_age_days,
+                capacity=capacity,
+                memory_types=memory_types,
+                user_id=self._user(user_id),
+                purge=purge,
             )
 
     def consolidate(
@@ -301,9 +337,12 @@ class MemoryManager:
         by_type.update(records.count_by_type(uid))
         graph = self.bundle.graph.counts(uid)
         return MemoryStats(
-            user_id=uid, total=sum(by_type.values()), by_type=by_type,
+            user_id=uid,
+            total=sum(by_type.values()),
+            by_type=by_type,
             deleted=sum(records.count_by_type(uid, deleted=True).values()),
-            entities=graph.get("entities", 0), relations=graph.get("relations", 0),
+            entities=graph.get("entities", 0),
+            relations=graph.get("relations", 0),
             avg_importance=round(records.avg_importance(uid), 4),
             embedder=self._embedder.name if self._embedder else self.settings.resolved_embedder(),
             vector_backend=self.bundle.vectors.backend,
@@ -314,14 +353,19 @@ class MemoryManager:
         uid = self._user(user_id)
         check_limit(limit)
         st = self.stats(user_id=uid)
-        lines = [f"Memory summary for {uid}: {st.total} memories "
-                 + ", ".join(f"{k} {v}" for k, v in st.by_type.items())]
+        lines = [
+            f"Memory summary for {uid}: {st.total} memories "
+            + ", ".join(f"{k} {v}" for k, v in st.by_type.items())
+        ]
         for t in self.enabled:
-            top = self.bundle.records.list_items(uid, types=[t.value], order="importance DESC, created_at DESC",
-                                                 limit=limit)
+            top = self.bundle.records.list_items(
+                uid, types=[t.value], order="importance DESC, created_at DESC", limit=limit
+            )
             for it in top:
-                lines.append(f"- [{t.value}, {it.created_at:%Y-%m-%d}, importance {it.importance:.2f}] "
-                             f"{it.content[:200]}")
+                lines.append(
+                    f"- [{t.value}, {it.created_at:%Y-%m-%d}, importance {it.importance:.2f}] "
+                    f"{it.content[:200]}"
+                )
         return "\n".join(lines)
 
     def build_context(
@@ -337,8 +381,15 @@ class MemoryManager:
         """Relevant memories rendered as labelled evidence within a token budget (DESIGN §7)."""
         from hello_memory.context import build_context
 
-        return build_context(self, query, budget_tokens=budget_tokens, floor=floor, position=position,
-                             user_id=user_id, limit=limit)
+        return build_context(
+            self,
+            query,
+            budget_tokens=budget_tokens,
+            floor=floor,
+            position=position,
+            user_id=user_id,
+            limit=limit,
+        )
 
     def _now(self) -> datetime:
         return utcnow()

@@ -16,7 +16,14 @@ from hello_memory.scoring import episodic_score, perceptual_score, semantic_scor
 from hello_memory.stores.base import Filter, Range
 from hello_memory.text import lexical_tokens
 from hello_memory.tiers.working import score_working
-from hello_memory.validation import check_datetime, check_id, check_importance, check_limit, check_memory_type, check_text
+from hello_memory.validation import (
+    check_datetime,
+    check_id,
+    check_importance,
+    check_limit,
+    check_memory_type,
+    check_text,
+)
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
@@ -67,7 +74,9 @@ def search(
     hits: list[ScoredMemory] = []
     if MemoryType.WORKING in types:
         hits += _working(mm, query, user_id, session_id, window)
-    vector_types = [t for t in types if t in (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL)]
+    vector_types = [
+        t for t in types if t in (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL)
+    ]
     if vector_types:
         hits += _vector_tiers(mm, query, user_id, vector_types, limit, session_id, window)
     hits = [h for h in hits if h.item.importance >= min_importance and h.score >= floor]
@@ -81,8 +90,9 @@ def _working(
     mm: MemoryManager, query: str, user_id: str, session_id: str | None, window: tuple[Any, Any] | None
 ) -> list[ScoredMemory]:
     lifecycle.expire_working(mm, user_id)
-    items = mm.bundle.records.list_items(user_id, types=[MemoryType.WORKING.value], session_id=session_id,
-                                         time_range=window)
+    items = mm.bundle.records.list_items(
+        user_id, types=[MemoryType.WORKING.value], session_id=session_id, time_range=window
+    )
     return score_working(query, items, now=mm._now(), ttl_minutes=mm.settings.working_ttl_minutes)
 
 
@@ -90,7 +100,7 @@ def _vector_tiers(
     mm: MemoryManager,
     query: str,
     user_id: str,
-    types: list[MemoryType],
+    types: Sequence[MemoryType],
     limit: int,
     session_id: str | None,
     window: tuple[float | None, float | None] | None,
@@ -102,25 +112,40 @@ def _vector_tiers(
         where = _filter(user_id, tier_types, session_id, window)
         for hit in mm.bundle.vectors.search(collection, qvec, limit=n, where=where):
             dense[hit.id] = max(hit.score, dense.get(hit.id, -1.0))
-    lexical = {} if mm.settings.fusion == "dense" else mm.bundle.records.lexical_search(
-        user_id, lexical_tokens(query), types=[t.value for t in types], limit=n,
-        session_id=session_id, time_range=window)
+    lexical = (
+        {}
+        if mm.settings.fusion == "dense"
+        else mm.bundle.records.lexical_search(
+            user_id,
+            lexical_tokens(query),
+            types=[t.value for t in types],
+            limit=n,
+            session_id=session_id,
+            time_range=window,
+        )
+    )
     graph = semantic.graph_scores(mm, user_id, query) if MemoryType.SEMANTIC in types else {}
     items = mm.bundle.records.fetch(list(set(dense) | set(lexical) | set(graph)), user_id)
     items = {k: v for k, v in items.items() if v.memory_type in types and _in_scope(v, session_id, window)}
     _fill_dense(mm, qvec, items, dense)
-    rel = fuse({k: dense[k] for k in items if k in dense}, {k: lexical[k] for k in items if k in lexical},
-               method=mm.settings.fusion, dense_weight=mm.settings.dense_weight,
-               floor=dense_floor(mm.embedder.name))
+    rel = fuse(
+        {k: dense[k] for k in items if k in dense},
+        {k: lexical[k] for k in items if k in lexical},
+        method=mm.settings.fusion,
+        dense_weight=mm.settings.dense_weight,
+        floor=dense_floor(mm.embedder.name),
+    )
     now = mm._now()
-    return [_score(item, rel.get(mid, Relevance(0.0, 0.0, 0.0)), graph.get(mid, 0.0), now)
-            for mid, item in items.items()]
+    return [
+        _score(item, rel.get(mid, Relevance(0.0, 0.0, 0.0)), graph.get(mid, 0.0), now)
+        for mid, item in items.items()
+    ]
 
 
-def _collections(mm: MemoryManager, types: list[MemoryType]) -> list[tuple[str, list[MemoryType]]]:
+def _collections(mm: MemoryManager, types: Sequence[MemoryType]) -> list[tuple[str, list[MemoryType]]]:
     existing = set(mm.bundle.vectors.collections())
-    out = []
-    text_types = [t for t in types if t in (MemoryType.EPISODIC, MemoryType.SEMANTIC)]
+    out: list[tuple[str, list[MemoryType]]] = []
+    text_types: list[MemoryType] = [t for t in types if t in (MemoryType.EPISODIC, MemoryType.SEMANTIC)]
     if text_types and "memories" in existing:
         out.append(("memories", text_types))
     if MemoryType.PERCEPTUAL in types:
@@ -145,7 +170,9 @@ def _in_scope(item: MemoryItem, session_id: str | None, window: Any) -> bool:
     return (window[0] is None or ts >= window[0]) and (window[1] is None or ts <= window[1])
 
 
-def _fill_dense(mm: MemoryManager, qvec: np.ndarray, items: dict[str, MemoryItem], dense: dict[str, float]) -> None:
+def _fill_dense(
+    mm: MemoryManager, qvec: np.ndarray, items: dict[str, MemoryItem], dense: dict[str, float]
+) -> None:
     """Exact cosine for candidates found only lexically or through the graph."""
     from hello_memory.indexing import collection_for
 
@@ -169,4 +196,6 @@ def _score(item: MemoryItem, rel: Relevance, graph: float, now: datetime) -> Sco
         score, terms = perceptual_score(rel.sim, age_h, item.importance)
     else:
         score, terms = episodic_score(rel.sim, age_h, item.importance)
-    return ScoredMemory(item=item, score=score, breakdown={"dense": rel.dense, "lexical": rel.lexical, **terms})
+    return ScoredMemory(
+        item=item, score=score, breakdown={"dense": rel.dense, "lexical": rel.lexical, **terms}
+    )

@@ -76,11 +76,13 @@ def _acquire_dir_lock(home: Path) -> IO[str]:
 
 def _open_graph(settings: Settings, home: Path) -> GraphStore:
     if settings.neo4j_uri:
-        from hello_memory.stores.neo4j import Neo4jGraphStore  # type: ignore[import-not-found]
+        from hello_memory.stores.neo4j import Neo4jGraphStore
 
         password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else None
         graph: GraphStore = Neo4jGraphStore(
-            settings.neo4j_uri, username=settings.neo4j_username, password=password,
+            settings.neo4j_uri,
+            username=settings.neo4j_username,
+            password=password,
             database=settings.neo4j_database,
         )
         return graph
@@ -103,15 +105,17 @@ def acquire(
         return bundle
     key = str(home)
     with _registry_lock:
-        bundle = _registry.get(key)
-        if bundle is None:
-            bundle = _new_bundle(settings, home, None, None)
-            _registry[key] = bundle
-        bundle.refs += 1
-        return bundle
+        shared = _registry.get(key)
+        if shared is None:
+            shared = _new_bundle(settings, home, None, None)
+            _registry[key] = shared
+        shared.refs += 1
+        return shared
 
 
-def _new_bundle(settings: Settings, home: Path, vectors: VectorStore | None, graph: GraphStore | None) -> StoreBundle:
+def _new_bundle(
+    settings: Settings, home: Path, vectors: VectorStore | None, graph: GraphStore | None
+) -> StoreBundle:
     from hello_memory.stores.vectors import open_vector_store
 
     lock_file = _acquire_dir_lock(home)
@@ -119,8 +123,11 @@ def _new_bundle(settings: Settings, home: Path, vectors: VectorStore | None, gra
         records = SQLiteRecordStore(home / "records.db")
         records.conn  # noqa: B018 - open now so a corrupt file fails here, not mid-operation
         return StoreBundle(
-            home=home, records=records, vectors=vectors or open_vector_store(settings),
-            graph=graph or _open_graph(settings, home), lock_file=lock_file,
+            home=home,
+            records=records,
+            vectors=vectors or open_vector_store(settings),
+            graph=graph or _open_graph(settings, home),
+            lock_file=lock_file,
         )
     except BaseException:
         fcntl.flock(lock_file, fcntl.LOCK_UN)

@@ -45,8 +45,12 @@ def working_score(
     w = importance_weight(importance)
     score = base * decay * w
     return score, {
-        "lexical": lexical, "keyword": keyword, "base": base, "decay": decay,
-        "importance": importance, "importance_weight": w,
+        "lexical": lexical,
+        "keyword": keyword,
+        "base": base,
+        "decay": decay,
+        "importance": importance,
+        "importance_weight": w,
     }
 
 

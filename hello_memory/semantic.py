@@ -51,16 +51,20 @@ def annotate(mm: MemoryManager, item: MemoryItem) -> Links:
 
 def with_links(item: MemoryItem, links: Links) -> MemoryItem:
     """A copy of ``item`` carrying ``links`` as its entities and relations."""
-    return item.model_copy(update={
-        "entities": [Entity(id=e[0], name=e[1], type=e[2]) for e in links[0]],
-        "relations": [Relation(source_id=s, target_id=d, type=r) for s, d, r in links[1]],
-    })
+    return item.model_copy(
+        update={
+            "entities": [Entity(id=e[0], name=e[1], type=e[2]) for e in links[0]],
+            "relations": [Relation(source_id=s, target_id=d, type=r) for s, d, r in links[1]],
+        }
+    )
 
 
 def links_of(item: MemoryItem) -> Links:
     """The graph links stored on an item."""
-    return ([(e.id, e.name, e.type) for e in item.entities],
-            [(r.source_id, r.target_id, r.type) for r in item.relations])
+    return (
+        [(e.id, e.name, e.type) for e in item.entities],
+        [(r.source_id, r.target_id, r.type) for r in item.relations],
+    )
 
 
 def record_facts(mm: MemoryManager, conn: sqlite3.Connection, item: MemoryItem, links: Links) -> None:
@@ -77,9 +81,17 @@ def record_facts(mm: MemoryManager, conn: sqlite3.Connection, item: MemoryItem, 
                 continue
             newer = old.model_copy(update={"valid_to": item.created_at, "superseded_by": item.id})
             records.replace(conn, newer, None)
-            records.add_history(conn, HistoryEntry(
-                memory_id=old.id, event="supersede", old=None,
-                new={"superseded_by": item.id, "relation": rel}, at=item.created_at), item.user_id)
+            records.add_history(
+                conn,
+                HistoryEntry(
+                    memory_id=old.id,
+                    event="supersede",
+                    old=None,
+                    new={"superseded_by": item.id, "relation": rel},
+                    at=item.created_at,
+                ),
+                item.user_id,
+            )
         records.add_fact(conn, item.user_id, item.id, s, rel, o)
 
 

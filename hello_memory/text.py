@@ -17,7 +17,10 @@ from typing import Any
 # CJK Unified Ideographs, Extension A-E, Compatibility Ideographs, plus kana and hangul so that
 # Japanese/Korean text is not counted as a single "word".
 _CJK_RANGES = (
-    (0x3001, 0x303F),  # CJK symbols and punctuation (not U+3000, a space) (。、「」…): one token each, like the characters
+    (
+        0x3001,
+        0x303F,
+    ),  # CJK symbols and punctuation (not U+3000, a space) (。、「」…): one token each, like the characters
     (0x3040, 0x30FF),  # hiragana, katakana
     (0x3400, 0x4DBF),  # extension A
     (0x4E00, 0x9FFF),  # unified
@@ -35,11 +38,96 @@ _CJK_RUN = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _LETTER
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 
 _STOPWORDS_EN = frozenset(
-    "a an and are as at be but by did do does for from had has have he her his i if in into is it its "
-    "me my of on or our she so than that the their them then there these they this to was we were "
-    "what when where which who whom why will with you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
 )
-_STOPWORDS_ZH = frozenset("的 了 和 是 在 我 你 他 她 它 们 这 那 吗 呢 吧 啊 也 都 就 与 及 之".split())
+_STOPWORDS_ZH = frozenset(
+    [
+        "的",
+        "了",
+        "和",
+        "是",
+        "在",
+        "我",
+        "你",
+        "他",
+        "她",
+        "它",
+        "们",
+        "这",
+        "那",
+        "吗",
+        "呢",
+        "吧",
+        "啊",
+        "也",
+        "都",
+        "就",
+        "与",
+        "及",
+        "之",
+    ]
+)
 
 
 def is_cjk(ch: str) -> bool:

@@ -30,7 +30,9 @@ def check_text(value: Any, field: str, *, max_chars: int = MAX_CONTENT_CHARS) ->
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise InvalidInputError(f"{field} is not valid Unicode text ({e.reason} at {e.start})", field=field) from e
+        raise InvalidInputError(
+            f"{field} is not valid Unicode text ({e.reason} at {e.start})", field=field
+        ) from e
     if "\x00" in value:
         raise InvalidInputError(f"{field} contains NUL characters", field=field)
     return value
@@ -48,7 +50,9 @@ def check_id(value: Any, field: str) -> str:
 def check_importance(value: Any, field: str = "importance") -> float:
     """A finite number in [0, 1] (booleans rejected)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(f"{field} must be a number in [0, 1], got {type(value).__name__}", field=field)
+        raise InvalidInputError(
+            f"{field} must be a number in [0, 1], got {type(value).__name__}", field=field
+        )
     v = float(value)
     if not math.isfinite(v) or not 0.0 <= v <= 1.0:
         raise InvalidInputError(f"{field} must be in [0, 1], got {value!r}", field=field)

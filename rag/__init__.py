@@ -20,7 +20,16 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from rag.models import Answer, ChunkHit, Citation, DocumentInfo, Expansion, IngestReport, RAGStats, SearchResult
+    from rag.models import (
+        Answer,
+        ChunkHit,
+        Citation,
+        DocumentInfo,
+        Expansion,
+        IngestReport,
+        RAGStats,
+        SearchResult,
+    )
     from rag.pipeline import RAGPipeline
     from rag.writeback import record_qa
 

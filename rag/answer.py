@@ -13,9 +13,14 @@ from hello_memory.llm.base import LLMClient
 from hello_memory.text import detect_language, estimate_tokens, lexical_tokens
 from rag.models import ChunkHit, Citation
 
-NOT_FOUND = {"zh": "资料中没有找到与该问题相关的内容。", "en": "The documents do not contain an answer to this question."}
-EXTRACTIVE_LABEL = {"zh": "（抽取式回答：未配置 LLM，以下为原文中最相关的句子）",
-                    "en": "(Extractive answer: no LLM is configured; these are the most relevant source sentences.)"}
+NOT_FOUND = {
+    "zh": "资料中没有找到与该问题相关的内容。",
+    "en": "The documents do not contain an answer to this question.",
+}
+EXTRACTIVE_LABEL = {
+    "zh": "（抽取式回答：未配置 LLM，以下为原文中最相关的句子）",
+    "en": "(Extractive answer: no LLM is configured; these are the most relevant source sentences.)",
+}
 ANSWER_SYSTEM = (
     "Answer the question using only the numbered sources. Cite every statement with its source number "
     "in square brackets, e.g. [1] or [2][3]. If the sources do not contain the answer, say so plainly "
@@ -39,9 +44,19 @@ def fit_budget(hits: list[ChunkHit], budget_tokens: int) -> list[Citation]:
         if out and used + cost > budget_tokens:
             break
         used += cost
-        out.append(Citation(n=len(out) + 1, chunk_id=h.chunk_id, document_id=h.document_id,
-                            source_path=h.source_path, heading_path=h.heading_path, start=h.start, end=h.end,
-                            score=h.score, text=h.text))
+        out.append(
+            Citation(
+                n=len(out) + 1,
+                chunk_id=h.chunk_id,
+                document_id=h.document_id,
+                source_path=h.source_path,
+                heading_path=h.heading_path,
+                start=h.start,
+                end=h.end,
+                score=h.score,
+                text=h.text,
+            )
+        )
     return out
 
 
@@ -56,10 +71,13 @@ def render_sources(citations: list[Citation]) -> str:
 
 def llm_answer(llm: LLMClient, question: str, citations: list[Citation]) -> str:
     """The LLM's grounded answer (raises LLMError)."""
-    reply = llm.complete([
-        {"role": "system", "content": ANSWER_SYSTEM},
-        {"role": "user", "content": f"Sources:\n{render_sources(citations)}\n\nQuestion: {question}"},
-    ], temperature=0.1)
+    reply = llm.complete(
+        [
+            {"role": "system", "content": ANSWER_SYSTEM},
+            {"role": "user", "content": f"Sources:\n{render_sources(citations)}\n\nQuestion: {question}"},
+        ],
+        temperature=0.1,
+    )
     return reply.content.strip()
 
 
@@ -82,9 +100,7 @@ def extractive_answer(question: str, citations: list[Citation], max_sentences: i
     return "\n".join(lines) if len(lines) > 1 else NOT_FOUND[lang]
 
 
-def answer(
-    llm: LLMClient | None, question: str, citations: list[Citation]
-) -> tuple[str, str, list[str]]:
+def answer(llm: LLMClient | None, question: str, citations: list[Citation]) -> tuple[str, str, list[str]]:
     """(text, mode, notes) for ``question`` over ``citations``; falls back to extractive on LLM failure."""
     if not citations:
         return NOT_FOUND[lang_of(question)], "llm" if llm else "extractive", []
@@ -92,5 +108,9 @@ def answer(
         try:
             return llm_answer(llm, question, citations), "llm", []
         except LLMError as e:
-            return extractive_answer(question, citations), "extractive", [f"LLM answer failed ({e}); extractive"]
+            return (
+                extractive_answer(question, citations),
+                "extractive",
+                [f"LLM answer failed ({e}); extractive"],
+            )
     return extractive_answer(question, citations), "extractive", ["no LLM configured: extractive answer"]

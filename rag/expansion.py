@@ -19,16 +19,22 @@ from rag.models import Expansion
 logger = logging.getLogger(__name__)
 
 MQE_PROMPT = {
-    "zh": ("你是检索查询扩展助手。生成语义等价或互补的多样化查询。使用中文，简短，避免标点。",
-           "原始查询：{query}\n请给出{n}个不同表述的查询，每行一个。"),
-    "en": ("You expand search queries. Write diverse paraphrases that mean the same or complementary "
-           "things. Use English, keep them short, no punctuation.",
-           "Original query: {query}\nGive {n} different phrasings, one per line."),
+    "zh": (
+        "你是检索查询扩展助手。生成语义等价或互补的多样化查询。使用中文，简短，避免标点。",
+        "原始查询：{query}\n请给出{n}个不同表述的查询，每行一个。",
+    ),
+    "en": (
+        "You expand search queries. Write diverse paraphrases that mean the same or complementary "
+        "things. Use English, keep them short, no punctuation.",
+        "Original query: {query}\nGive {n} different phrasings, one per line.",
+    ),
 }
 HYDE_PROMPT = {
     "zh": ("你是知识文档的作者。", "请写一段约 100 字、像技术文档中会出现的段落，直接回答：{query}"),
-    "en": ("You write technical documentation.",
-           "Write a passage of about 80 words, as it would appear in documentation, that answers: {query}"),
+    "en": (
+        "You write technical documentation.",
+        "Write a passage of about 80 words, as it would appear in documentation, that answers: {query}",
+    ),
 }
 
 
@@ -39,8 +45,10 @@ def _lang(query: str) -> str:
 def mqe(llm: LLMClient, query: str, n: int) -> list[str]:
     """``n`` paraphrases of ``query`` in its language (fewer if the model gave fewer)."""
     system, user = MQE_PROMPT[_lang(query)]
-    reply = llm.complete([{"role": "system", "content": system},
-                          {"role": "user", "content": user.format(query=query, n=n)}], temperature=0.7)
+    reply = llm.complete(
+        [{"role": "system", "content": system}, {"role": "user", "content": user.format(query=query, n=n)}],
+        temperature=0.7,
+    )
     lines = [ln.strip().lstrip("-*•0123456789.、) \t").strip() for ln in reply.content.splitlines()]
     seen = {query.strip()}
     out = []
@@ -54,8 +62,10 @@ def mqe(llm: LLMClient, query: str, n: int) -> list[str]:
 def hyde(llm: LLMClient, query: str) -> str:
     """A hypothetical answer passage for ``query`` (empty if the model returned nothing)."""
     system, user = HYDE_PROMPT[_lang(query)]
-    reply = llm.complete([{"role": "system", "content": system},
-                          {"role": "user", "content": user.format(query=query)}], temperature=0.3)
+    reply = llm.complete(
+        [{"role": "system", "content": system}, {"role": "user", "content": user.format(query=query)}],
+        temperature=0.3,
+    )
     return reply.content.strip()
 
 

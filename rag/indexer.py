@@ -25,7 +25,9 @@ logger = logging.getLogger(__name__)
 PROGRESS_MIN_CHUNKS = 64
 
 
-def _chunks(p: RAGPipeline, markdown: str, chunk_tokens: int | None, overlap_tokens: int | None) -> list[Chunk]:
+def _chunks(
+    p: RAGPipeline, markdown: str, chunk_tokens: int | None, overlap_tokens: int | None
+) -> list[Chunk]:
     from rag.chunking import chunk_markdown
 
     ct = p.settings.chunk_tokens if chunk_tokens is None else chunk_tokens
@@ -61,8 +63,16 @@ def _embed(p: RAGPipeline, texts: list[str]) -> np.ndarray:
 
 
 def ingest(
-    p: RAGPipeline, markdown: str, *, document_id: str, source_path: str | None, title: str | None, fmt: str,
-    chunk_tokens: int | None, overlap_tokens: int | None, metadata: dict[str, Any],
+    p: RAGPipeline,
+    markdown: str,
+    *,
+    document_id: str,
+    source_path: str | None,
+    title: str | None,
+    fmt: str,
+    chunk_tokens: int | None,
+    overlap_tokens: int | None,
+    metadata: dict[str, Any],
 ) -> IngestReport:
     """Index one document's Markdown under ``document_id``, replacing an earlier version."""
     from rag.pipeline import COLLECTION, chunk_id
@@ -73,17 +83,33 @@ def ingest(
     vectors = _embed(p, [embed_text(c.heading_path, c.text) for c in chunks])
     p.bundle.vectors.ensure_collection(COLLECTION, p.embedder.dimension, embedder=p.embedder.name)
     ns, store = p.namespace, p.store
-    info = DocumentInfo(document_id=document_id, source_path=source_path, title=title, format=fmt,
-                        chunks=len(chunks), tokens=sum(c.tokens for c in chunks),
-                        added_at=datetime.now(timezone.utc))
+    info = DocumentInfo(
+        document_id=document_id,
+        source_path=source_path,
+        title=title,
+        format=fmt,
+        chunks=len(chunks),
+        tokens=sum(c.tokens for c in chunks),
+        added_at=datetime.now(timezone.utc),
+    )
     with p.bundle.lock:
         replaced = store.has_document(ns, document_id)
         with store.transaction() as conn:
             store.delete_document_rows(conn, ns, document_id)
             store.insert_document(conn, info, ns, metadata)
             for c in chunks:
-                row = (chunk_id(ns, document_id, c.index), ns, document_id, c.index, c.text, c.start, c.end,
-                       c.heading_path, detect_language(c.text), c.tokens)
+                row = (
+                    chunk_id(ns, document_id, c.index),
+                    ns,
+                    document_id,
+                    c.index,
+                    c.text,
+                    c.start,
+                    c.end,
+                    c.heading_path,
+                    detect_language(c.text),
+                    c.tokens,
+                )
                 store.insert_chunk(conn, row, lexical_tokens(embed_text(c.heading_path, c.text)))
             store.set_pending(conn, ns, document_id, "index")
         try:
@@ -92,21 +118,37 @@ def ingest(
             delete(p, document_id)
             raise StoreError(f"indexing {document_id!r} failed; nothing of it was kept: {e}") from e
         store.clear_pending(ns, document_id)
-    return IngestReport(document_id=document_id, source_path=source_path, chunks=len(chunks),
-                        tokens=info.tokens, format=fmt, replaced=replaced)
+    return IngestReport(
+        document_id=document_id,
+        source_path=source_path,
+        chunks=len(chunks),
+        tokens=info.tokens,
+        format=fmt,
+        replaced=replaced,
+    )
 
 
-def _write_vectors(p: RAGPipeline, document_id: str, source_path: str | None, chunks: list[Chunk],
-                   vectors: np.ndarray) -> None:
+def _write_vectors(
+    p: RAGPipeline, document_id: str, source_path: str | None, chunks: list[Chunk], vectors: np.ndarray
+) -> None:
     from rag.pipeline import COLLECTION, chunk_id
 
     vs = p.bundle.vectors
     vs.delete_where(COLLECTION, Filter(equals={"namespace": p.namespace, "document_id": document_id}))
     points = [
-        VectorPoint(id=chunk_id(p.namespace, document_id, c.index), vector=vectors[i], payload={
-            "namespace": p.namespace, "document_id": document_id, "source_path": source_path,
-            "heading_path": c.heading_path, "start": c.start, "end": c.end, "language": detect_language(c.text),
-        })
+        VectorPoint(
+            id=chunk_id(p.namespace, document_id, c.index),
+            vector=vectors[i],
+            payload={
+                "namespace": p.namespace,
+                "document_id": document_id,
+                "source_path": source_path,
+                "heading_path": c.heading_path,
+                "start": c.start,
+                "end": c.end,
+                "language": detect_language(c.text),
+            },
+        )
         for i, c in enumerate(chunks)
     ]
     for start in range(0, len(points), 256):
@@ -121,7 +163,9 @@ def delete(p: RAGPipeline, document_id: str) -> int:
     with store.transaction() as conn:
         store.set_pending(conn, ns, document_id, "unindex")
     if COLLECTION in p.bundle.vectors.collections():
-        p.bundle.vectors.delete_where(COLLECTION, Filter(equals={"namespace": ns, "document_id": document_id}))
+        p.bundle.vectors.delete_where(
+            COLLECTION, Filter(equals={"namespace": ns, "document_id": document_id})
+        )
     with store.transaction() as conn:
         n = store.delete_document_rows(conn, ns, document_id)
         conn.execute("DELETE FROM pending WHERE namespace=? AND document_id=?", (ns, document_id))
@@ -146,7 +190,9 @@ def recover(p: RAGPipeline) -> None:
     for ns, document_id, op in store.pending():
         logger.warning("recovering interrupted %s of document %s in namespace %s", op, document_id, ns)
         if COLLECTION in p.bundle.vectors.collections():
-            p.bundle.vectors.delete_where(COLLECTION, Filter(equals={"namespace": ns, "document_id": document_id}))
+            p.bundle.vectors.delete_where(
+                COLLECTION, Filter(equals={"namespace": ns, "document_id": document_id})
+            )
         with store.transaction() as conn:
             store.delete_document_rows(conn, ns, document_id)
             conn.execute("DELETE FROM pending WHERE namespace=? AND document_id=?", (ns, document_id))

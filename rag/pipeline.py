@@ -133,10 +133,17 @@ class RAGPipeline:
         doc = convert(path)
         resolved = str(Path(path).resolve())
         doc_id = document_id or str(uuid.uuid5(_ID_NAMESPACE, f"path:{resolved}"))
-        return indexer.ingest(self, doc.markdown, document_id=check_id(doc_id, "document_id"),
-                              source_path=resolved, title=doc.title or Path(path).name, fmt=doc.format,
-                              chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens,
-                              metadata=check_metadata(metadata))
+        return indexer.ingest(
+            self,
+            doc.markdown,
+            document_id=check_id(doc_id, "document_id"),
+            source_path=resolved,
+            title=doc.title or Path(path).name,
+            fmt=doc.format,
+            chunk_tokens=chunk_tokens,
+            overlap_tokens=overlap_tokens,
+            metadata=check_metadata(metadata),
+        )
 
     def add_text(
         self,
@@ -151,9 +158,17 @@ class RAGPipeline:
         """Index Markdown/plain text; without ``document_id`` the id is derived from the text."""
         text = check_text(text, "text", max_chars=MAX_TEXT_CHARS)
         doc_id = document_id or str(uuid.uuid5(_ID_NAMESPACE, hashlib.sha256(text.encode()).hexdigest()))
-        return indexer.ingest(self, text, document_id=check_id(doc_id, "document_id"), source_path=source,
-                              title=source, fmt="text", chunk_tokens=chunk_tokens,
-                              overlap_tokens=overlap_tokens, metadata=check_metadata(metadata))
+        return indexer.ingest(
+            self,
+            text,
+            document_id=check_id(doc_id, "document_id"),
+            source_path=source,
+            title=source,
+            fmt="text",
+            chunk_tokens=chunk_tokens,
+            overlap_tokens=overlap_tokens,
+            metadata=check_metadata(metadata),
+        )
 
     # -- manage -----------------------------------------------------------------------------
     def list_documents(self) -> list[DocumentInfo]:
@@ -164,8 +179,9 @@ class RAGPipeline:
         """Delete a document's chunks everywhere; returns how many chunks were deleted."""
         check_id(document_id, "document_id")
         if not self.store.has_document(self.namespace, document_id):
-            raise NotFoundError(f"no document {document_id!r} in namespace {self.namespace!r}",
-                                object_id=document_id)
+            raise NotFoundError(
+                f"no document {document_id!r} in namespace {self.namespace!r}", object_id=document_id
+            )
         with self.bundle.lock:
             return indexer.delete(self, document_id)
 
@@ -177,10 +193,14 @@ class RAGPipeline:
     def stats(self) -> RAGStats:
         """Counts of this namespace."""
         docs = self.list_documents()
-        return RAGStats(namespace=self.namespace, documents=len(docs), chunks=sum(d.chunks for d in docs),
-                        tokens=sum(d.tokens for d in docs),
-                        embedder=self._embedder.name if self._embedder else self.settings.resolved_embedder(),
-                        vector_backend=self.bundle.vectors.backend)
+        return RAGStats(
+            namespace=self.namespace,
+            documents=len(docs),
+            chunks=sum(d.chunks for d in docs),
+            tokens=sum(d.tokens for d in docs),
+            embedder=self._embedder.name if self._embedder else self.settings.resolved_embedder(),
+            vector_backend=self.bundle.vectors.backend,
+        )
 
     # -- retrieve ---------------------------------------------------------------------------
     def search(
@@ -195,8 +215,13 @@ class RAGPipeline:
         """Hybrid (dense + BM25) search with optional MQE/HyDE expansion."""
         query = check_text(query, "query", max_chars=20_000)
         limit = check_limit(limit, maximum=200)
-        extra, notes = expansion.llm_expansions(self.llm, query, enable_mqe=enable_mqe,
-                                                n_mqe=self.settings.mqe_expansions, enable_hyde=enable_hyde)
+        extra, notes = expansion.llm_expansions(
+            self.llm,
+            query,
+            enable_mqe=enable_mqe,
+            n_mqe=self.settings.mqe_expansions,
+            enable_hyde=enable_hyde,
+        )
         queries = [Expansion(kind="original", text=query), *extra]
         offline = (enable_mqe or enable_hyde) and self.llm is None
         if offline:
@@ -214,13 +239,15 @@ class RAGPipeline:
     def _retrieve(self, texts: list[str], limit: int, min_score: float | None) -> list[ChunkHit]:
         scored = self._scored(texts, limit)
         floor = self.settings.min_score if min_score is None else float(min_score)
-        ranked = sorted((c for c in scored if scored[c][0] >= floor), key=lambda c: (-scored[c][1], c))[:limit]
+        ranked = sorted((c for c in scored if scored[c][0] >= floor), key=lambda c: (-scored[c][1], c))[
+            :limit
+        ]
         rows = self.store.chunks(self.namespace, ranked)
         return [self._hit(rows[c], scored[c]) for c in ranked if c in rows]
 
     def _scored(self, texts: list[str], limit: int) -> dict[str, tuple[float, float, dict[str, float]]]:
         """chunk id → (best sim, merged score, breakdown) over the queries."""
-        pool, per = expansion.pool_sizes(limit, self.settings.candidate_pool_multiplier, len(texts))
+        _, per = expansion.pool_sizes(limit, self.settings.candidate_pool_multiplier, len(texts))
         vectors = self.embedder.embed(texts, kind="query")
         floor = dense_floor(self.embedder.name)
         per_query = []
@@ -228,12 +255,20 @@ class RAGPipeline:
         exists = COLLECTION in self.bundle.vectors.collections()
         where = Filter(equals={"namespace": self.namespace})
         for text, vec in zip(texts, vectors, strict=True):
-            dense = {h.id: h.score for h in self.bundle.vectors.search(COLLECTION, vec, limit=per, where=where)} \
-                if exists else {}
+            dense = (
+                {h.id: h.score for h in self.bundle.vectors.search(COLLECTION, vec, limit=per, where=where)}
+                if exists
+                else {}
+            )
             lexical = self.store.lexical_search(self.namespace, lexical_tokens(text), per)
             indexer.fill_dense(self, vec, dense, lexical)
-            rel = fuse(dense, lexical, method=self.settings.fusion, dense_weight=self.settings.dense_weight,
-                       floor=floor)
+            rel = fuse(
+                dense,
+                lexical,
+                method=self.settings.fusion,
+                dense_weight=self.settings.dense_weight,
+                floor=floor,
+            )
             per_query.append({c: r.sim for c, r in rel.items()})
             for c, r in rel.items():
                 if r.sim > best.get(c, (-1.0, {}))[0]:
@@ -243,8 +278,17 @@ class RAGPipeline:
 
     def _hit(self, row: tuple[Any, ...], scored: tuple[float, float, dict[str, float]]) -> ChunkHit:
         source = self._sources().get(row[2])
-        return ChunkHit(chunk_id=row[0], document_id=row[2], source_path=source, heading_path=row[7],
-                        start=row[5], end=row[6], text=row[4], score=scored[1], breakdown=scored[2])
+        return ChunkHit(
+            chunk_id=row[0],
+            document_id=row[2],
+            source_path=source,
+            heading_path=row[7],
+            start=row[5],
+            end=row[6],
+            text=row[4],
+            score=scored[1],
+            breakdown=scored[2],
+        )
 
     def _sources(self) -> dict[str, str | None]:
         return {d.document_id: d.source_path for d in self.list_documents()}
@@ -260,9 +304,17 @@ class RAGPipeline:
         budget_tokens: int = 3000,
     ) -> Answer:
         """Retrieve, fit whole chunks into ``budget_tokens``, answer with citations ``[n]``."""
-        result = self.search(question, limit=limit, min_score=min_score, enable_mqe=enable_mqe,
-                             enable_hyde=enable_hyde)
+        result = self.search(
+            question, limit=limit, min_score=min_score, enable_mqe=enable_mqe, enable_hyde=enable_hyde
+        )
         citations = answering.fit_budget(result.hits, budget_tokens)
         text, mode, notes = answering.answer(self.llm, result.query, citations)
-        return Answer(question=result.query, answer=text, citations=citations, mode=mode,  # type: ignore[arg-type]
-                      grounded=bool(citations), expansions=result.expansions, notes=result.notes + notes)
+        return Answer(
+            question=result.query,
+            answer=text,
+            citations=citations,
+            mode=mode,  # type: ignore[arg-type]
+            grounded=bool(citations),
+            expansions=result.expansions,
+            notes=result.notes + notes,
+        )

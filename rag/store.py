@@ -37,8 +37,18 @@ CREATE TABLE IF NOT EXISTS pending (
     namespace TEXT NOT NULL, document_id TEXT NOT NULL, op TEXT NOT NULL, PRIMARY KEY (namespace, document_id)
 );
 """
-CHUNK_COLUMNS = ("chunk_id", "namespace", "document_id", "idx", "text", "start", '"end"', "heading_path",
-                 "language", "tokens")
+CHUNK_COLUMNS = (
+    "chunk_id",
+    "namespace",
+    "document_id",
+    "idx",
+    "text",
+    "start",
+    '"end"',
+    "heading_path",
+    "language",
+    "tokens",
+)
 
 
 class SQLiteChunkStore:
@@ -97,27 +107,44 @@ class SQLiteChunkStore:
     # -- writes -----------------------------------------------------------------------------
     def delete_document_rows(self, conn: sqlite3.Connection, namespace: str, document_id: str) -> int:
         """Delete a document's row, chunks and tokens; returns the number of chunks deleted."""
-        rows = conn.execute("SELECT rowid FROM chunks WHERE namespace=? AND document_id=?",
-                            (namespace, document_id)).fetchall()
+        rows = conn.execute(
+            "SELECT rowid FROM chunks WHERE namespace=? AND document_id=?", (namespace, document_id)
+        ).fetchall()
         conn.executemany("DELETE FROM chunks_fts WHERE rowid=?", rows)
-        n = conn.execute("DELETE FROM chunks WHERE namespace=? AND document_id=?", (namespace, document_id)).rowcount
+        n = conn.execute(
+            "DELETE FROM chunks WHERE namespace=? AND document_id=?", (namespace, document_id)
+        ).rowcount
         conn.execute("DELETE FROM documents WHERE namespace=? AND document_id=?", (namespace, document_id))
         return n
 
-    def insert_document(self, conn: sqlite3.Connection, info: DocumentInfo, namespace: str,
-                        metadata: dict[str, Any]) -> None:
+    def insert_document(
+        self, conn: sqlite3.Connection, info: DocumentInfo, namespace: str, metadata: dict[str, Any]
+    ) -> None:
         """Insert a document row."""
         conn.execute(
             "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?)",
-            (namespace, info.document_id, info.source_path, info.title, info.format, info.chunks, info.tokens,
-             info.added_at.timestamp(), json.dumps(metadata, ensure_ascii=False)),
+            (
+                namespace,
+                info.document_id,
+                info.source_path,
+                info.title,
+                info.format,
+                info.chunks,
+                info.tokens,
+                info.added_at.timestamp(),
+                json.dumps(metadata, ensure_ascii=False),
+            ),
         )
 
     def insert_chunk(self, conn: sqlite3.Connection, row: tuple[Any, ...], tokens: Sequence[str]) -> None:
         """Insert one chunk row (``CHUNK_COLUMNS`` order) and its lexical tokens."""
-        cur = conn.execute(f"INSERT INTO chunks ({','.join(CHUNK_COLUMNS)}) VALUES ({','.join('?' * len(row))})", row)
-        conn.execute("INSERT INTO chunks_fts(rowid, scope, tokens) VALUES (?,?,?)",
-                     (cur.lastrowid, scope_token(row[1]), " ".join(fts_tokens(tokens))))
+        cur = conn.execute(
+            f"INSERT INTO chunks ({','.join(CHUNK_COLUMNS)}) VALUES ({','.join('?' * len(row))})", row
+        )
+        conn.execute(
+            "INSERT INTO chunks_fts(rowid, scope, tokens) VALUES (?,?,?)",
+            (cur.lastrowid, scope_token(row[1]), " ".join(fts_tokens(tokens))),
+        )
 
     def set_pending(self, conn: sqlite3.Connection, namespace: str, document_id: str, op: str) -> None:
         """Journal a vector operation (``index``/``unindex``) for a document."""
@@ -133,8 +160,9 @@ class SQLiteChunkStore:
         return [(r[0], r[1], r[2]) for r in self.query("SELECT namespace, document_id, op FROM pending")]
 
     # -- reads ------------------------------------------------------------------------------
-    def chunks(self, namespace: str, ids: Sequence[str] | None = None, *,
-               document_id: str | None = None) -> dict[str, tuple[Any, ...]]:
+    def chunks(
+        self, namespace: str, ids: Sequence[str] | None = None, *, document_id: str | None = None
+    ) -> dict[str, tuple[Any, ...]]:
         """Chunk rows by id (``CHUNK_COLUMNS`` order), in one namespace."""
         sql = f"SELECT {','.join(CHUNK_COLUMNS)} FROM chunks WHERE namespace=?"
         params: list[Any] = [namespace]
@@ -163,23 +191,42 @@ class SQLiteChunkStore:
 
     def documents(self, namespace: str) -> list[DocumentInfo]:
         """The namespace's documents, oldest first."""
-        rows = self.query("SELECT document_id, source_path, title, format, chunks, tokens, added_at FROM documents "
-                          "WHERE namespace=? ORDER BY added_at", (namespace,))
-        return [DocumentInfo(document_id=r[0], source_path=r[1], title=r[2], format=r[3], chunks=r[4],
-                             tokens=r[5], added_at=datetime.fromtimestamp(r[6], tz=timezone.utc)) for r in rows]
+        rows = self.query(
+            "SELECT document_id, source_path, title, format, chunks, tokens, added_at FROM documents "
+            "WHERE namespace=? ORDER BY added_at",
+            (namespace,),
+        )
+        return [
+            DocumentInfo(
+                document_id=r[0],
+                source_path=r[1],
+                title=r[2],
+                format=r[3],
+                chunks=r[4],
+                tokens=r[5],
+                added_at=datetime.fromtimestamp(r[6], tz=timezone.utc),
+            )
+            for r in rows
+        ]
 
     def has_document(self, namespace: str, document_id: str) -> bool:
         """True if the namespace holds ``document_id``."""
-        return bool(self.query("SELECT 1 FROM documents WHERE namespace=? AND document_id=?",
-                               (namespace, document_id)))
+        return bool(
+            self.query(
+                "SELECT 1 FROM documents WHERE namespace=? AND document_id=?", (namespace, document_id)
+            )
+        )
 
     def residue(self, namespace: str, document_id: str | None = None) -> dict[str, int]:
         """Rows left for a namespace (or one document): 0 everywhere after a delete."""
         doc = "" if document_id is None else " AND document_id=?"
         params: list[Any] = [namespace] + ([] if document_id is None else [document_id])
-        out = {t: self.query(f"SELECT COUNT(*) FROM {t} WHERE namespace=?{doc}", params)[0][0]
-               for t in ("documents", "chunks", "pending")}
+        out = {
+            t: self.query(f"SELECT COUNT(*) FROM {t} WHERE namespace=?{doc}", params)[0][0]
+            for t in ("documents", "chunks", "pending")
+        }
         if document_id is None:
-            out["lexical"] = self.query("SELECT COUNT(*) FROM chunks_fts WHERE scope=?",
-                                        (scope_token(namespace),))[0][0]
+            out["lexical"] = self.query(
+                "SELECT COUNT(*) FROM chunks_fts WHERE scope=?", (scope_token(namespace),)
+            )[0][0]
         return out

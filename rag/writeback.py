@@ -10,7 +10,11 @@ from rag.models import Answer
 
 
 def record_qa(
-    manager: MemoryManager, answer: Answer, *, session_id: str | None = None, importance: float = 0.7,
+    manager: MemoryManager,
+    answer: Answer,
+    *,
+    session_id: str | None = None,
+    importance: float = 0.7,
     user_id: str | None = None,
 ) -> MemoryItem:
     """Store a Q&A interaction as an episodic memory with its sources in metadata."""
@@ -18,10 +22,22 @@ def record_qa(
     where = "、".join(sources[:3]) if sources else "无相关文档 / no matching document"
     content = f"关于「{answer.question}」的学习（来源: {where}）"
     meta: dict[str, Any] = {
-        "event_type": "qa_interaction", "question": answer.question, "answer_mode": answer.mode,
-        "grounded": answer.grounded, "sources": sources,
-        "citations": [{"n": c.n, "document_id": c.document_id, "heading_path": c.heading_path,
-                       "chunk_id": c.chunk_id} for c in answer.citations],
+        "event_type": "qa_interaction",
+        "question": answer.question,
+        "answer_mode": answer.mode,
+        "grounded": answer.grounded,
+        "sources": sources,
+        "citations": [
+            {"n": c.n, "document_id": c.document_id, "heading_path": c.heading_path, "chunk_id": c.chunk_id}
+            for c in answer.citations
+        ],
     }
-    return manager.add(content, memory_type="episodic", importance=importance, session_id=session_id,
-                       metadata=meta, event_type="qa_interaction", user_id=user_id)
+    return manager.add(
+        content,
+        memory_type="episodic",
+        importance=importance,
+        session_id=session_id,
+        metadata=meta,
+        event_type="qa_interaction",
+        user_id=user_id,
+    )

@@ -32,8 +32,17 @@ def _block_network(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No ambient configuration leaks into tests (keys, servers)."""
-    for name in ("DASHSCOPE_API_KEY", "QDRANT_URL", "QDRANT_API_KEY", "NEO4J_URI", "LLM_BASE_URL",
-                 "LLM_API_KEY", "LLM_MODEL", "HELLO_MEMORY_HOME", "HELLO_MEMORY_EMBEDDER"):
+    for name in (
+        "DASHSCOPE_API_KEY",
+        "QDRANT_URL",
+        "QDRANT_API_KEY",
+        "NEO4J_URI",
+        "LLM_BASE_URL",
+        "LLM_API_KEY",
+        "LLM_MODEL",
+        "HELLO_MEMORY_HOME",
+        "HELLO_MEMORY_EMBEDDER",
+    ):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(f"HELLO_MEMORY_{name}", raising=False)
 
@@ -47,18 +56,19 @@ def shared_data() -> Path:
 
 
 @pytest.fixture
-def fake_embedder():  # noqa: ANN201
+def fake_embedder():
     from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 
     return DeterministicFakeEmbedder(dimension=32)
 
 
 @pytest.fixture
-def manager(tmp_path: Path, fake_embedder) -> Iterator:  # noqa: ANN001
+def manager(tmp_path: Path, fake_embedder) -> Iterator:
     """A MemoryManager on a fresh data directory with the deterministic embedder, all tiers on."""
     from hello_memory import MemoryManager, Settings
 
-    mm = MemoryManager(Settings(home=tmp_path / "data"), user_id="alice", enable_perceptual=True,
-                       embedder=fake_embedder)
+    mm = MemoryManager(
+        Settings(home=tmp_path / "data"), user_id="alice", enable_perceptual=True, embedder=fake_embedder
+    )
     yield mm
     mm.close()

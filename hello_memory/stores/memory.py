@@ -153,7 +153,9 @@ class InMemoryVectorStore:
             if compiled is not None:
                 keep = np.fromiter((compiled.matches(coll.payloads[i]) for i in ids), bool, len(ids))
                 scores = np.where(keep, scores, -np.inf)
-            order = [k for k in np.argsort(-scores, kind="stable")[:limit] if np.isfinite(scores[k])]
+            k = min(limit, len(ids))
+            top = np.argpartition(-scores, k - 1)[:k] if 0 < k < len(ids) else np.arange(k)
+            order = [i for i in top[np.argsort(-scores[top], kind="stable")] if np.isfinite(scores[i])]
             return [VectorHit(ids[k], float(scores[k]), copy.deepcopy(coll.payloads[ids[k]])) for k in order]
 
     def get(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[VectorPoint]:

@@ -28,12 +28,35 @@ logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 _COLUMNS = (
-    "id", "user_id", "agent_id", "session_id", "memory_type", "content", "importance",
-    "created_at", "updated_at", "last_accessed_at", "access_count", "deleted_at", "metadata", "fields",
+    "id",
+    "user_id",
+    "agent_id",
+    "session_id",
+    "memory_type",
+    "content",
+    "importance",
+    "created_at",
+    "updated_at",
+    "last_accessed_at",
+    "access_count",
+    "deleted_at",
+    "metadata",
+    "fields",
 )
 _FIELDS = (
-    "event_type", "context", "outcome", "participants", "tags", "entities", "relations",
-    "valid_from", "valid_to", "superseded_by", "modality", "source_path", "media_hash",
+    "event_type",
+    "context",
+    "outcome",
+    "participants",
+    "tags",
+    "entities",
+    "relations",
+    "valid_from",
+    "valid_to",
+    "superseded_by",
+    "modality",
+    "source_path",
+    "media_hash",
 )
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
@@ -77,6 +100,10 @@ def _ts(dt: datetime | None) -> float | None:
 
 def _dt(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def _dt_req(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
 
 
 def scope_token(user_id: str) -> str:
@@ -124,7 +151,9 @@ class SQLiteRecordStore:
             conn.execute("PRAGMA foreign_keys=ON")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise CorruptStoreError(str(self.path), f"schema version {version} is newer than this library")
+                raise CorruptStoreError(
+                    str(self.path), f"schema version {version} is newer than this library"
+                )
             conn.executescript(_SCHEMA)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.DatabaseError as e:
@@ -166,9 +195,19 @@ class SQLiteRecordStore:
         """Column values of ``item`` in ``_COLUMNS`` order."""
         data = item.model_dump(mode="json", include=set(_FIELDS))
         return (
-            item.id, item.user_id, item.agent_id, item.session_id, item.memory_type.value, item.content,
-            item.importance, _ts(item.created_at), _ts(item.updated_at), _ts(item.last_accessed_at),
-            item.access_count, _ts(item.deleted_at), json.dumps(item.metadata, ensure_ascii=False),
+            item.id,
+            item.user_id,
+            item.agent_id,
+            item.session_id,
+            item.memory_type.value,
+            item.content,
+            item.importance,
+            _ts(item.created_at),
+            _ts(item.updated_at),
+            _ts(item.last_accessed_at),
+            item.access_count,
+            _ts(item.deleted_at),
+            json.dumps(item.metadata, ensure_ascii=False),
             json.dumps(data, ensure_ascii=False),
         )
 
@@ -177,17 +216,29 @@ class SQLiteRecordStore:
         """Rebuild a :class:`MemoryItem` from a row in ``_COLUMNS`` order."""
         fields = json.loads(row[13])
         return MemoryItem(
-            id=row[0], user_id=row[1], agent_id=row[2], session_id=row[3], memory_type=row[4],
-            content=row[5], importance=row[6], created_at=_dt(row[7]), updated_at=_dt(row[8]),
-            last_accessed_at=_dt(row[9]), access_count=row[10], deleted_at=_dt(row[11]),
-            metadata=json.loads(row[12]), **{k: v for k, v in fields.items() if v is not None},
+            id=row[0],
+            user_id=row[1],
+            agent_id=row[2],
+            session_id=row[3],
+            memory_type=row[4],
+            content=row[5],
+            importance=row[6],
+            created_at=_dt_req(row[7]),
+            updated_at=_dt_req(row[8]),
+            last_accessed_at=_dt(row[9]),
+            access_count=row[10],
+            deleted_at=_dt(row[11]),
+            metadata=json.loads(row[12]),
+            **{k: v for k, v in fields.items() if v is not None},
         )
 
     # -- writes (call inside transaction()) --------------------------------------------------
     def insert(self, conn: sqlite3.Connection, item: MemoryItem, tokens: Sequence[str]) -> None:
         """Insert a memory and its lexical tokens."""
-        conn.execute(f"INSERT INTO memories ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})",
-                     self.to_row(item))
+        conn.execute(
+            f"INSERT INTO memories ({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})",
+            self.to_row(item),
+        )
         self._index_tokens(conn, item.id, item.user_id, tokens)
 
     def replace(self, conn: sqlite3.Connection, item: MemoryItem, tokens: Sequence[str] | None) -> None:
@@ -216,8 +267,10 @@ class SQLiteRecordStore:
 
     def _index_tokens(self, conn: sqlite3.Connection, mid: str, user_id: str, tokens: Sequence[str]) -> None:
         rowid = conn.execute("SELECT rowid FROM memories WHERE id=?", (mid,)).fetchone()[0]
-        conn.execute("INSERT INTO memories_fts(rowid, scope, tokens) VALUES (?,?,?)",
-                     (rowid, scope_token(user_id), " ".join(fts_tokens(tokens))))
+        conn.execute(
+            "INSERT INTO memories_fts(rowid, scope, tokens) VALUES (?,?,?)",
+            (rowid, scope_token(user_id), " ".join(fts_tokens(tokens))),
+        )
 
     def _unindex_tokens(self, conn: sqlite3.Connection, mid: str) -> None:
         row = conn.execute("SELECT rowid FROM memories WHERE id=?", (mid,)).fetchone()
@@ -228,16 +281,23 @@ class SQLiteRecordStore:
         """Append one history entry."""
         conn.execute(
             "INSERT INTO history(memory_id,user_id,event,old,new,at,actor) VALUES (?,?,?,?,?,?,?)",
-            (entry.memory_id, user_id, entry.event,
-             None if entry.old is None else json.dumps(entry.old, ensure_ascii=False, default=str),
-             None if entry.new is None else json.dumps(entry.new, ensure_ascii=False, default=str),
-             _ts(entry.at), entry.actor),
+            (
+                entry.memory_id,
+                user_id,
+                entry.event,
+                None if entry.old is None else json.dumps(entry.old, ensure_ascii=False, default=str),
+                None if entry.new is None else json.dumps(entry.new, ensure_ascii=False, default=str),
+                _ts(entry.at),
+                entry.actor,
+            ),
         )
 
     def add_pending(self, conn: sqlite3.Connection, memory_id: str, user_id: str, op: str, at: float) -> None:
         """Journal a vector-index operation (``index`` or ``unindex``) for ``memory_id``."""
-        conn.execute("INSERT OR REPLACE INTO pending(memory_id,user_id,op,at) VALUES (?,?,?,?)",
-                     (memory_id, user_id, op, at))
+        conn.execute(
+            "INSERT OR REPLACE INTO pending(memory_id,user_id,op,at) VALUES (?,?,?,?)",
+            (memory_id, user_id, op, at),
+        )
 
     def clear_pending(self, ids: Sequence[str]) -> None:
         """Remove journal entries whose vector operation completed."""
@@ -250,7 +310,9 @@ class SQLiteRecordStore:
         """Unfinished vector operations as (memory_id, user_id, op)."""
         return [(r[0], r[1], r[2]) for r in self._query("SELECT memory_id,user_id,op FROM pending")]
 
-    def add_fact(self, conn: sqlite3.Connection, user_id: str, memory_id: str, s: str, rel: str, o: str) -> None:
+    def add_fact(
+        self, conn: sqlite3.Connection, user_id: str, memory_id: str, s: str, rel: str, o: str
+    ) -> None:
         """Record a functional fact (subject, relation, object) asserted by a memory."""
         conn.execute("INSERT INTO facts VALUES (?,?,?,?,?)", (user_id, memory_id, s, rel, o))
 
@@ -285,7 +347,9 @@ class SQLiteRecordStore:
         return rows[0][0] if rows else None
 
     # -- reads ------------------------------------------------------------------------------
-    def fetch(self, ids: Sequence[str], user_id: str | None, *, include_deleted: bool = False) -> dict[str, MemoryItem]:
+    def fetch(
+        self, ids: Sequence[str], user_id: str | None, *, include_deleted: bool = False
+    ) -> dict[str, MemoryItem]:
         """Memories by id, restricted to ``user_id`` (``None`` = any user, internal use only)."""
         out: dict[str, MemoryItem] = {}
         ids = list(dict.fromkeys(ids))
@@ -330,7 +394,8 @@ class SQLiteRecordStore:
         alias: str = "",
     ) -> tuple[str, list[Any]]:
         p = f"{alias}." if alias else ""
-        clauses, params = [f"{p}user_id=?"], [user_id]
+        clauses: list[str] = [f"{p}user_id=?"]
+        params: list[Any] = [user_id]
         if types:
             clauses.append(f"{p}memory_type IN ({','.join('?' * len(types))})")
             params.extend(types)
@@ -380,8 +445,14 @@ class SQLiteRecordStore:
             (memory_id, user_id),
         )
         return [
-            HistoryEntry(memory_id=r[0], event=r[1], old=None if r[2] is None else json.loads(r[2]),
-                         new=None if r[3] is None else json.loads(r[3]), at=_dt(r[4]), actor=r[5])
+            HistoryEntry(
+                memory_id=r[0],
+                event=r[1],
+                old=None if r[2] is None else json.loads(r[2]),
+                new=None if r[3] is None else json.loads(r[3]),
+                at=_dt_req(r[4]),
+                actor=r[5],
+            )
             for r in rows
         ]
 
@@ -396,7 +467,9 @@ class SQLiteRecordStore:
 
     def avg_importance(self, user_id: str) -> float:
         """Mean importance of the user's live memories (0 when none)."""
-        rows = self._query("SELECT AVG(importance) FROM memories WHERE user_id=? AND deleted_at IS NULL", (user_id,))
+        rows = self._query(
+            "SELECT AVG(importance) FROM memories WHERE user_id=? AND deleted_at IS NULL", (user_id,)
+        )
         return float(rows[0][0] or 0.0)
 
     def users(self) -> list[str]:
@@ -415,8 +488,11 @@ class SQLiteRecordStore:
 
     def residue(self, user_id: str) -> dict[str, int]:
         """Rows left for ``user_id`` in every table (0 everywhere after :meth:`forget_user`)."""
-        out = {t: self._query(f"SELECT COUNT(*) FROM {t} WHERE user_id=?", (user_id,))[0][0]
-               for t in ("memories", "history", "pending", "facts")}
-        out["lexical"] = self._query("SELECT COUNT(*) FROM memories_fts WHERE scope=?",
-                                     (scope_token(user_id),))[0][0]
+        out = {
+            t: self._query(f"SELECT COUNT(*) FROM {t} WHERE user_id=?", (user_id,))[0][0]
+            for t in ("memories", "history", "pending", "facts")
+        }
+        out["lexical"] = self._query(
+            "SELECT COUNT(*) FROM memories_fts WHERE scope=?", (scope_token(user_id),)
+        )[0][0]
         return out

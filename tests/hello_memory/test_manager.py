@@ -22,13 +22,18 @@ from hello_memory.models import MemoryType
 def reopen(mm: MemoryManager, **kw) -> MemoryManager:
     settings, embedder = mm.settings, mm.embedder
     mm.close()
-    return MemoryManager(settings, user_id=kw.pop("user_id", mm.user_id), enable_perceptual=True,
-                         embedder=embedder, **kw)
+    return MemoryManager(
+        settings, user_id=kw.pop("user_id", mm.user_id), enable_perceptual=True, embedder=embedder, **kw
+    )
 
 
 def test_add_returns_full_uuid_and_persists_across_restart(manager):
-    item = manager.add("Alice prefers green tea", memory_type="semantic", importance=0.8,
-                       metadata={"source": "chat", "nested": {"a": [1, 2]}})
+    item = manager.add(
+        "Alice prefers green tea",
+        memory_type="semantic",
+        importance=0.8,
+        metadata={"source": "chat", "nested": {"a": [1, 2]}},
+    )
     assert len(item.id) == 36 and item.id.count("-") == 4
     mm = reopen(manager)
     try:
@@ -74,7 +79,9 @@ def test_episodic_prefilters_time_session_importance(manager):
 
 
 def test_recency_ranks_recent_event_first_when_similarity_equal(manager):
-    old = manager.add("team meeting", memory_type="episodic", created_at=datetime(2020, 1, 1, tzinfo=timezone.utc))
+    old = manager.add(
+        "team meeting", memory_type="episodic", created_at=datetime(2020, 1, 1, tzinfo=timezone.utc)
+    )
     new = manager.add("team meeting", memory_type="episodic")
     hits = manager.search("team meeting", memory_types=["episodic"])
     assert [h.item.id for h in hits[:2]] == [new.id, old.id]
@@ -110,7 +117,8 @@ def test_forget_soft_delete_and_restore(manager):
     report = manager.forget("importance_based", threshold=0.1)
     assert [f.id for f in report.forgotten] == [low.id]
     assert manager.search("unimportant", min_score=0.5) == [] or all(
-        h.item.id != low.id for h in manager.search("unimportant"))
+        h.item.id != low.id for h in manager.search("unimportant")
+    )
     restored = manager.restore(low.id)
     assert restored.deleted_at is None
     assert manager.search("unimportant")[0].item.id == low.id
@@ -118,7 +126,9 @@ def test_forget_soft_delete_and_restore(manager):
 
 
 def test_forget_time_and_capacity(manager):
-    old = manager.add("old news", memory_type="episodic", created_at=datetime(2020, 1, 1, tzinfo=timezone.utc))
+    old = manager.add(
+        "old news", memory_type="episodic", created_at=datetime(2020, 1, 1, tzinfo=timezone.utc)
+    )
     manager.add("new news", memory_type="episodic")
     rep = manager.forget("time_based", max_age_days=30)
     assert [f.id for f in rep.forgotten] == [old.id]
@@ -213,7 +223,9 @@ def test_users_are_isolated(manager):
         manager.get(a.id)
     counts = manager.forget_user("bob")
     assert counts["sqlite:memories"] == 1 and counts["vectors:memories"] == 1
-    assert manager.bundle.records.residue("bob") == {k: 0 for k in ("memories", "history", "pending", "facts", "lexical")}
+    assert manager.bundle.records.residue("bob") == {
+        k: 0 for k in ("memories", "history", "pending", "facts", "lexical")
+    }
 
 
 @pytest.mark.parametrize(
@@ -249,10 +261,13 @@ def test_bad_input_is_a_clear_error_and_stores_nothing(manager, kwargs, field):
 
 def test_add_many_is_all_or_nothing(manager):
     with pytest.raises(InvalidInputError):
-        manager.add_many([{"content": "fine", "memory_type": "episodic"}, {"content": "", "memory_type": "episodic"}])
+        manager.add_many(
+            [{"content": "fine", "memory_type": "episodic"}, {"content": "", "memory_type": "episodic"}]
+        )
     assert manager.stats().total == 0
-    items = manager.add_many([{"content": f"turn {i}", "memory_type": "episodic", "metadata": {"doc_id": i}}
-                              for i in range(40)])
+    items = manager.add_many(
+        [{"content": f"turn {i}", "memory_type": "episodic", "metadata": {"doc_id": i}} for i in range(40)]
+    )
     assert len(items) == 40 and manager.stats().by_type["episodic"] == 40
     assert manager.bundle.vectors.count("memories") == 40
 
@@ -280,7 +295,7 @@ def test_corrupt_sqlite_file_is_a_clear_error(tmp_path, fake_embedder):
     home = tmp_path / "d"
     home.mkdir()
     (home / "records.db").write_bytes(b"this is not a database" * 100)
-    with pytest.raises(CorruptStoreError, match="records.db"):
+    with pytest.raises(CorruptStoreError, match=r"records\.db"):
         MemoryManager(Settings(home=home), embedder=fake_embedder)
 
 
@@ -368,10 +383,14 @@ def test_import_is_light():
     import subprocess
     import sys
 
-    code = ("import sys, time; t=time.time(); import hello_memory; from hello_memory import MemoryManager; "
-            "print(time.time()-t); bad=[m for m in ('torch','markitdown','gradio','sentence_transformers','rag',"
-            "'tools') if m in sys.modules]; print(bad)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.split()
+    code = (
+        "import sys, time; t=time.time(); import hello_memory; from hello_memory import MemoryManager; "
+        "print(time.time()-t); bad=[m for m in ('torch','markitdown','gradio','sentence_transformers','rag',"
+        "'tools') if m in sys.modules]; print(bad)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    ).stdout.split()
     assert out[-1] == "[]"
 
 

@@ -10,6 +10,7 @@ import pytest
 from hello_memory import Settings
 from hello_memory.embedders.hashing import HashingTfidfEmbedder
 
+
 @pytest.fixture
 def rag_settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "data", chunk_tokens=60, overlap_tokens=10)

@@ -54,7 +54,9 @@ def test_namespaces_are_isolated(rag_settings, embedder):
     a.add_text(DOC_EN, document_id="guide")
     b.add_text(DOC_ZH, document_id="ch8")
     assert {h.document_id for h in a.search("password reset email").hits} == {"guide"}
-    assert b.search("password reset email").hits == [] or {h.document_id for h in b.search("password").hits} == {"ch8"}
+    assert b.search("password reset email").hits == [] or {
+        h.document_id for h in b.search("password").hits
+    } == {"ch8"}
     assert a.stats().documents == 1 and b.stats().documents == 1
     with pytest.raises(NotFoundError):
         a.delete_document("ch8")
@@ -173,8 +175,9 @@ def test_offline_expansion_is_prf_and_says_so(pipeline):
 def test_ask_with_llm_cites_numbered_sources_with_whole_chunks(rag_settings, embedder):
     long_para = "The password reset link is sent by email. " + "Detail sentence about the reset flow. " * 15
     llm = ScriptedLLM(["The reset link arrives by email [1]."])
-    p = RAGPipeline(rag_settings.model_copy(update={"chunk_tokens": 200}), namespace="kb", embedder=embedder,
-                    llm=llm)
+    p = RAGPipeline(
+        rag_settings.model_copy(update={"chunk_tokens": 200}), namespace="kb", embedder=embedder, llm=llm
+    )
     p.add_text("# Account\n\n" + long_para, document_id="acct", source="acct.md")
     ans = p.ask("How do I reset my password?")
     assert ans.mode == "llm" and ans.grounded and "[1]" in ans.answer
