@@ -65,8 +65,9 @@ class SimpleAgent:
     Each turn: retrieve memories for the message (``memory.context_block``) and insert them as a
     quoted evidence message in user position just before the message; call the model with the
     registry's tools; run requested tools and feed results back as ``tool`` messages, for at
-    most ``max_tool_iterations`` rounds; then record the exchange with
-    ``memory.auto_record_conversation``. Model failures become a reply, never an exception.
+    most ``max_tool_iterations`` rounds; then record a completed exchange with
+    ``memory.auto_record_conversation`` (turns that hit the bound or a model failure are not
+    recorded). Model failures become a reply, never an exception.
 
     Args:
         llm: chat client with native function calling.
@@ -182,7 +183,7 @@ class SimpleAgent:
         turn.append({"role": "assistant", "content": content})
         self._turns.append(turn)
         del self._turns[: max(0, len(self._turns) - self.max_history_turns)]
-        if self.memory is not None:
+        if self.memory is not None and reason == "final":
             try:
                 self.memory.auto_record_conversation(str(turn[0]["content"]), content)
             except HelloMemoryError as e:

@@ -211,7 +211,8 @@ class MemoryStatsResult(Payload):
     def render(self) -> str:
         s = self.stats
         tiers = ", ".join(f"{k} {v}" for k, v in s.by_type.items())
-        return (f"User {s.user_id}: {plural(s.total, 'memory', 'memories')} ({tiers}); {s.deleted} forgotten (restorable); "
+        return (f"User {s.user_id}: {plural(s.total, 'memory', 'memories')} ({tiers}); "
+                f"{s.deleted} forgotten (restorable); "
                 f"graph {s.entities} entities / {s.relations} relations; average importance "
                 f"{s.avg_importance:.2f}; embedder {s.embedder}; vectors {s.vector_backend}; "
                 f"session {self.session_id}.")

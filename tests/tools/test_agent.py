@@ -83,7 +83,8 @@ def test_memory_context_injected_as_quoted_user_evidence_and_exchange_recorded(m
     assert reply.content == "你叫张三。" and reply.tool_calls == []
     msgs = llm.calls[0].messages
     assert [m["role"] for m in msgs] == ["system", "user", "user"]
-    assert msgs[1]["content"].startswith("<memory_evidence>") and json.dumps(FACT, ensure_ascii=False) in msgs[1]["content"]
+    assert msgs[1]["content"].startswith("<memory_evidence>")
+    assert json.dumps(FACT, ensure_ascii=False) in msgs[1]["content"]
     assert msgs[2]["content"] == "我叫什么？"
     recorded = memory_tool.manager.get_all(user_id="alice", memory_type="working")
     assert [it.content for it in recorded] == ["User: 我叫什么？\nAssistant: 你叫张三。"]
@@ -124,8 +125,9 @@ def test_tool_iterations_are_bounded(memory_tool):
     registry.register(memory_tool)
     looping = tool_call("memory", {"action": "stats"})
     llm = ScriptedLLM([looping] * 10)
-    agent = SimpleAgent(llm, registry, max_tool_iterations=2)
+    agent = SimpleAgent(llm, registry, max_tool_iterations=2, memory=memory_tool)
     reply = agent.run("loop forever")
+    assert memory_tool.manager.stats(user_id="alice").total == 0  # an unfinished turn is not recorded
     assert reply.stop_reason == "max_iterations" and not reply.ok
     assert "stopped after 2 rounds of tool calls" in reply.content
     assert len(reply.tool_calls) == 2 and len(llm.calls) == 3 == reply.iterations

@@ -9,11 +9,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio  # noqa: E402
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
-from hello_memory import MemoryManager, Settings  # noqa: E402
+from hello_memory import MemoryManager, Settings
 
 REPO = Path(__file__).resolve().parents[2]
 FACT = "我叫张三，我是Python开发者"

@@ -1,0 +1,230 @@
+"""Speed and scale: add throughput, search latency, RAG ingest, memory and disk.
+
+Usage::
+
+    python -m benchmarks.speed --sizes 1000,10000 --json speed.json --plot speed.png \
+        [--happy-llm ../shared/data/happy_llm] [--configs default,tfidf,qdrant-local]
+
+Every configuration runs in the same process run, so ratios between them are meaningful even on
+a noisy shared machine; absolute times are reported with the machine they came from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+SUBJECTS = ["Alice", "Bob", "张三", "李四", "the team", "我", "Caroline", "Melanie", "王老师", "the user"]
+VERBS = ["visited", "discussed", "喜欢", "学习了", "finished", "planned", "bought", "去了", "wrote about", "完成了"]
+OBJECTS = ["the Paris trip", "向量数据库", "a new guitar", "the RAG chapter", "龙井茶", "machine learning",
+           "a pottery class", "北京的会议", "the quarterly report", "Python 编程", "a charity run", "家庭聚会"]
+TAILS = ["yesterday", "last week", "上周末", "with friends", "after work", "在公司", "for the second time", ""]
+
+
+def synthetic_texts(n: int, seed: int = 7) -> list[str]:
+    """Deterministic bilingual memory-like sentences."""
+    rnd = random.Random(seed)
+    return [f"{rnd.choice(SUBJECTS)} {rnd.choice(VERBS)} {rnd.choice(OBJECTS)} {rnd.choice(TAILS)} #{i}".strip()
+            for i in range(n)]
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    """p50/p95/p99 in milliseconds."""
+    s = sorted(samples)
+    pick = lambda q: s[min(len(s) - 1, int(q * len(s)))] * 1000  # noqa: E731
+    return {"p50": round(pick(0.50), 2), "p95": round(pick(0.95), 2), "p99": round(pick(0.99), 2)}
+
+
+def rss_mb() -> float:
+    """Peak resident memory of this process in MB."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def dir_mb(path: Path) -> float:
+    """On-disk size of a directory in MB."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+
+
+@dataclass
+class SizeResult:
+    """Figures of one configuration at one size."""
+
+    config: str
+    size: int
+    add_many_per_s: float
+    add_single_ms: dict[str, float]
+    search_ms: dict[str, float]
+    search_filtered_ms: dict[str, float]
+    disk_mb: float
+    rss_mb: float
+
+
+@dataclass
+class SpeedReport:
+    """Everything one run measured."""
+
+    machine: dict[str, Any]
+    results: list[SizeResult] = field(default_factory=list)
+    rag_ingest: dict[str, Any] = field(default_factory=dict)
+
+
+def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
+    from hello_memory import MemoryManager, Settings
+
+    def default(home: Path) -> Any:
+        return MemoryManager(Settings(home=home), user_id="bench")
+
+    def tfidf(home: Path) -> Any:
+        return MemoryManager(Settings(home=home, embedder="tfidf"), user_id="bench")
+
+    def qdrant_local(home: Path) -> Any:
+        from hello_memory.stores.qdrant import QdrantVectorStore
+
+        return MemoryManager(Settings(home=home), user_id="bench", vector_store=QdrantVectorStore(path=str(home / "q")))
+
+    table = {"default": default, "tfidf": tfidf, "qdrant-local": qdrant_local}
+    for name in names:
+        yield name, table[name]
+
+
+def measure(config: str, factory: Callable[[Path], Any], size: int, queries: int = 200) -> SizeResult:
+    """Fill a fresh data directory with ``size`` memories and time adds and searches."""
+    texts = synthetic_texts(size)
+    now = datetime.now(timezone.utc)
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        mm = factory(home)
+        mm.search("warm up the model", limit=1)
+        items = [{"content": t, "memory_type": "episodic", "session_id": f"s{i % 50}",
+                  "created_at": now - timedelta(hours=i % 5000)} for i, t in enumerate(texts)]
+        t0 = time.perf_counter()
+        for start in range(0, size, 1000):
+            mm.add_many(items[start : start + 1000])
+        add_rate = size / (time.perf_counter() - t0)
+        singles = []
+        for i in range(min(100, queries)):
+            t = time.perf_counter()
+            mm.add(f"single add number {i} about {OBJECTS[i % len(OBJECTS)]}", memory_type="episodic")
+            singles.append(time.perf_counter() - t)
+        qs = synthetic_texts(queries, seed=99)
+        plain, filtered = [], []
+        for i, q in enumerate(qs):
+            t = time.perf_counter()
+            mm.search(q, limit=10, memory_types=["episodic"])
+            plain.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            mm.search(q, limit=10, memory_types=["episodic"], session_id=f"s{i % 50}",
+                      time_range=(now - timedelta(days=90), None))
+            filtered.append(time.perf_counter() - t)
+        disk = dir_mb(home)
+        mm.close()
+    return SizeResult(config, size, round(add_rate, 1), percentiles(singles), percentiles(plain),
+                      percentiles(filtered), round(disk, 1), round(rss_mb(), 1))
+
+
+def rag_ingest(folder: Path) -> dict[str, Any]:
+    """End-to-end ingest time of every Markdown file in ``folder`` with the default configuration."""
+    from hello_memory import Settings
+    from rag import RAGPipeline
+
+    files = sorted(folder.glob("*.md"))
+    with tempfile.TemporaryDirectory() as tmp:
+        p = RAGPipeline(Settings(home=tmp), namespace="bench")
+        p.embedder.embed(["warm up"], kind="query")
+        t0 = time.perf_counter()
+        chunks = sum(p.add_document(f).chunks for f in files)
+        elapsed = time.perf_counter() - t0
+        lat = []
+        for q in ["什么是注意力机制", "LoRA 微调的原理", "如何预训练一个大模型", "Transformer 的位置编码"] * 25:
+            t = time.perf_counter()
+            p.search(q, limit=5)
+            lat.append(time.perf_counter() - t)
+        p.close()
+    kb = sum(f.stat().st_size for f in files) / 1024
+    return {"files": len(files), "kb": round(kb), "chunks": chunks, "seconds": round(elapsed, 1),
+            "search_ms": percentiles(lat)}
+
+
+def machine() -> dict[str, Any]:
+    """Where the numbers came from."""
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
+            "load_avg": os.getloadavg(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def to_markdown(report: SpeedReport) -> str:
+    """A table of the results, with ratios against the first configuration at each size."""
+    lines = ["| config | size | add_many /s | add p95 ms | search p50 / p95 ms | filtered p95 ms | disk MB | "
+             "peak RSS MB | search p95 vs default |", "|---|---|---|---|---|---|---|---|---|"]
+    base = {r.size: r for r in report.results if r.config == report.results[0].config}
+    for r in report.results:
+        ratio = r.search_ms["p95"] / base[r.size].search_ms["p95"] if r.size in base else float("nan")
+        lines.append(f"| {r.config} | {r.size} | {r.add_many_per_s} | {r.add_single_ms['p95']} | "
+                     f"{r.search_ms['p50']} / {r.search_ms['p95']} | {r.search_filtered_ms['p95']} | {r.disk_mb} | "
+                     f"{r.rss_mb} | {ratio:.2f}× |")
+    if report.rag_ingest:
+        g = report.rag_ingest
+        lines.append(f"\nRAG ingest: {g['files']} files, {g['kb']} KB, {g['chunks']} chunks in {g['seconds']} s; "
+                     f"search p50 {g['search_ms']['p50']} ms, p95 {g['search_ms']['p95']} ms")
+    return "\n".join(lines)
+
+
+def plot(report: SpeedReport, out: Path) -> None:
+    """Search p95 by size per configuration."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for config in dict.fromkeys(r.config for r in report.results):
+        rs = [r for r in report.results if r.config == config]
+        ax.plot([r.size for r in rs], [r.search_ms["p95"] for r in rs], marker="o", label=config)
+    ax.set_xscale("log")
+    ax.set_xlabel("memories")
+    ax.set_ylabel("search p95 (ms)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> SpeedReport:
+    """Command-line entry point."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000")
+    ap.add_argument("--configs", default="default,tfidf")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--happy-llm", type=Path)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--plot", type=Path)
+    args = ap.parse_args(argv)
+    report = SpeedReport(machine=machine())
+    for size in (int(s) for s in args.sizes.split(",")):
+        for name, factory in _configs(args.configs.split(",")):
+            report.results.append(measure(name, factory, size, args.queries))
+            print(f"{name} @ {size}: {report.results[-1]}", file=sys.stderr)
+    if args.happy_llm:
+        report.rag_ingest = rag_ingest(args.happy_llm)
+    print(to_markdown(report))
+    if args.json:
+        args.json.write_text(json.dumps(asdict(report), indent=2, ensure_ascii=False), encoding="utf-8")
+    if args.plot:
+        plot(report, args.plot)
+    return report
+
+
+if __name__ == "__main__":
+    main()

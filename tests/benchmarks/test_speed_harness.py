@@ -1,0 +1,18 @@
+"""The speed harness runs end to end on a tiny size (seconds), so it never rots."""
+
+from pathlib import Path
+
+from benchmarks import speed
+
+
+def test_speed_harness_tiny(tmp_path: Path):
+    out = tmp_path / "speed.json"
+    report = speed.main(["--sizes", "30", "--configs", "tfidf", "--queries", "5", "--json", str(out)])
+    r = report.results[0]
+    assert r.size == 30 and r.add_many_per_s > 0 and r.search_ms["p95"] > 0
+    assert out.exists() and "| tfidf | 30 |" in speed.to_markdown(report)
+
+
+def test_synthetic_texts_are_deterministic():
+    assert speed.synthetic_texts(5) == speed.synthetic_texts(5)
+    assert len(set(speed.synthetic_texts(100))) == 100
