@@ -97,7 +97,7 @@ def build_item(
         kwargs["source_path"] = src
         kwargs.setdefault("modality", infer_modality(src))
         if src and Path(src).is_file():
-            kwargs["media_hash"] = hashlib.sha256(Path(src).read_bytes()).hexdigest()
+            kwargs["media_hash"] = media_hash(Path(src))
         meta.setdefault("encoder", "text-proxy")  # the caption/description is what is embedded
     try:
         return MemoryItem(
@@ -113,6 +113,23 @@ def build_item(
         )
     except ValueError as e:  # pydantic validation of typed fields
         raise InvalidInputError(f"invalid memory fields: {e}") from e
+
+
+MAX_HASH_BYTES = 512 * 1024 * 1024
+
+
+def media_hash(path: Path) -> str | None:
+    """SHA-256 of a media file, streamed; ``None`` for files over ``MAX_HASH_BYTES`` or unreadable."""
+    try:
+        if path.stat().st_size > MAX_HASH_BYTES:
+            return None
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+    except OSError:
+        return None
 
 
 def payload(item: MemoryItem) -> dict[str, Any]:
@@ -256,12 +273,16 @@ def purge(mm: MemoryManager, items: Sequence[MemoryItem]) -> None:
     records = mm.bundle.records
     now_ts = mm._now().timestamp()
     with records.transaction() as conn:
-        for it in items:
-            records.add_pending(conn, it.id, it.user_id, "unindex", now_ts)
+        for it in items:  # "purge", not "unindex": recovery must finish deleting the rows too
+            records.add_pending(conn, it.id, it.user_id, "purge", now_ts)
     unindex(mm, items)
-    with records.transaction() as conn:
-        ids = [it.id for it in items]
-        records.delete_rows(conn, ids)
+    _delete_records(mm, [it.id for it in items])
+
+
+def _delete_records(mm: MemoryManager, ids: Sequence[str]) -> None:
+    """Delete rows, lexical tokens, facts, history and journal entries of ``ids`` in one transaction."""
+    with mm.bundle.records.transaction() as conn:
+        mm.bundle.records.delete_rows(conn, ids)
         conn.executemany("DELETE FROM history WHERE memory_id=?", [(i,) for i in ids])
         conn.executemany("DELETE FROM pending WHERE memory_id=?", [(i,) for i in ids])
 
@@ -306,6 +327,11 @@ def restore(mm: MemoryManager, item: MemoryItem) -> MemoryItem:
 def forget_user(mm: MemoryManager, user_id: str) -> dict[str, int]:
     """Delete every trace of ``user_id``: records, history, lexical, vectors, graph."""
     counts: dict[str, int] = {}
+    records, now_ts = mm.bundle.records, mm._now().timestamp()
+    with records.transaction() as conn:  # journalled: a crash midway is completed on the next open
+        ids = [r[0] for r in conn.execute("SELECT id FROM memories WHERE user_id=?", (user_id,))]
+        for mid in ids:
+            records.add_pending(conn, mid, user_id, "purge", now_ts)
     vectors = mm.bundle.vectors
     for name in vectors.collections():
         if name == MEMORY_COLLECTION or name.startswith("perceptual_"):
@@ -328,9 +354,11 @@ def recover(mm: MemoryManager) -> None:
         done = []
         for memory_id, user_id, op in pending:
             item = bundle.records.fetch([memory_id], user_id, include_deleted=True).get(memory_id)
-            if item is None or op == "unindex" or item.deleted_at is not None:
+            if item is None or op in ("unindex", "purge") or item.deleted_at is not None:
                 ghost = item or MemoryItem(id=memory_id, user_id=user_id, memory_type=MemoryType.EPISODIC, content="-")
                 _unindex_everywhere(mm, ghost)
+                if op == "purge":
+                    _delete_records(mm, [memory_id])
             else:
                 _reindex(mm, item)
             done.append(memory_id)

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from hello_memory.models import Entity, HistoryEntry, MemoryItem, Relation
 from hello_memory.scoring import graph_relevance
-from hello_memory.text import lexical_tokens
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
@@ -95,16 +94,25 @@ def record_facts(mm: MemoryManager, conn: sqlite3.Connection, item: MemoryItem, 
         records.add_fact(conn, item.user_id, item.id, s, rel, o)
 
 
-def graph_scores(mm: MemoryManager, user_id: str, query: str, *, max_hops: int = 2) -> dict[str, float]:
-    """memory id → graph relevance through entities linked to the query's entities."""
-    names, _ = _extract(mm, query, allow_llm=False)  # rules: no LLM call per search
-    candidates = {n for n, _ in names} | set(lexical_tokens(query)) | set(query.split())
+def graph_scores(
+    mm: MemoryManager, user_id: str, query: str, *, max_hops: int = 2, max_memories: int = 100
+) -> dict[str, float]:
+    """memory id → graph relevance through entities linked to the query's entities.
+
+    Start entities are the names the extractor finds in the query (rules, no LLM call per search).
+    At most ``max_memories`` memories are returned, closest first, so a hub entity ("user", a
+    chat speaker) cannot flood the candidate set.
+    """
+    names, _ = _extract(mm, query, allow_llm=False)
     graph = mm.bundle.graph
-    start = [eid for eid, _ in graph.find_entities(user_id, sorted(candidates))]
+    start = [eid for eid, _ in graph.find_entities(user_id, sorted({n for n, _ in names}))]
     if not start:
         return {}
     hops = {n.entity_id: n.hops for n in graph.neighbours(user_id, start, max_hops=max_hops)}
     out: dict[str, float] = {}
     for memory_id, entity_ids in graph.memories_mentioning(user_id, list(hops)).items():
         out[memory_id] = max(graph_relevance(hops[e]) for e in entity_ids)
+    if len(out) > max_memories:
+        keep = sorted(out, key=lambda m: (-out[m], m))[:max_memories]
+        out = {m: out[m] for m in keep}
     return out

@@ -1,0 +1,92 @@
+"""Launch the learning assistant: ``python -m apps --host 127.0.0.1 --port 7860 --home DIR``.
+
+Runs offline on the embedded defaults (in-process Qdrant engine, SQLite, the e5 embedder,
+extractive answers); setting ``LLM_API_KEY`` (or ``DASHSCOPE_API_KEY``) turns on generated
+answers and MQE/HyDE search. ``serve`` is the entry point for a ``hello-memory app`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from apps._gradio import gr
+from apps.sessions import AssistantFactory
+from apps.ui import build_app, launch_kwargs
+from hello_memory import HelloMemoryError, Settings
+from hello_memory.embedders.base import Embedder
+from hello_memory.llm.base import LLMClient
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7860
+MAX_FILE_SIZE = "200mb"  # the converter's own limit
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    home: str | Path | None = None,
+    embedder: Embedder | None = None,
+    llm: LLMClient | None = None,
+) -> tuple[gr.Blocks, AssistantFactory]:
+    """The Blocks app and the factory owning its sessions (call ``factory.close_all()`` when done).
+
+    Raises:
+        InvalidInputError: the LLM settings are incomplete (e.g. ``LLM_BASE_URL`` without ``LLM_MODEL``).
+    """
+    settings = settings or Settings()
+    if home is not None:
+        settings = settings.model_copy(update={"home": Path(home)})
+    factory = AssistantFactory(settings, embedder=embedder, llm=llm)
+    return build_app(factory), factory
+
+
+def serve(
+    home: str | Path | None = None,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    settings: Settings | None = None,
+    open_browser: bool = False,
+) -> None:
+    """Serve the app until interrupted (Ctrl+C), then close every session's stores.
+
+    Args:
+        home: data directory (default: ``HELLO_MEMORY_HOME`` or ``./hello_memory_data``).
+        host: interface to bind; loopback by default — use ``0.0.0.0`` only on a trusted network.
+        port: TCP port.
+        settings: full configuration (``home`` still overrides its data directory).
+        open_browser: open the page in the default browser.
+    """
+    demo, factory = create_app(settings, home=home)
+    logger.info("data directory %s", Path(factory.settings.home).resolve())
+    try:
+        demo.queue().launch(server_name=host, server_port=port, inbrowser=open_browser, share=False,
+                            show_error=False, max_file_size=MAX_FILE_SIZE, footer_links=["settings"],
+                            **launch_kwargs())
+    finally:
+        factory.close_all()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line of ``python -m apps``; returns the exit code."""
+    ap = argparse.ArgumentParser(prog="python -m apps", description="Document Q&A learning assistant (Gradio).")
+    ap.add_argument("--host", default=DEFAULT_HOST, help=f"interface to bind (default {DEFAULT_HOST})")
+    ap.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    ap.add_argument("--home", type=Path, default=None, help="data directory (default HELLO_MEMORY_HOME or "
+                                                            "./hello_memory_data)")
+    ap.add_argument("--open", action="store_true", help="open the page in a browser")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # Gradio's own start-up probes
+    try:
+        serve(args.home, args.host, args.port, open_browser=args.open)
+    except HelloMemoryError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

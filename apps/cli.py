@@ -1,0 +1,36 @@
+"""The ``hello-memory`` command: the core commands plus the top-layer ones (``mcp``, ``app``).
+
+Lives in ``apps`` because it imports every layer; ``hello_memory.cli`` holds the core commands and
+never imports ``rag``, ``tools`` or ``apps``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hello_memory.cli import Home, User, app
+
+
+@app.command()
+def mcp(
+    home: Home = None,
+    user: User = "default_user",
+    namespace: Annotated[str, typer.Option("--namespace", help="RAG knowledge-base namespace")] = "default",
+    allow_root: Annotated[list[Path] | None, typer.Option("--allow-root", help="directories RAG may read")] = None,
+) -> None:
+    """Serve the memory and RAG tools over MCP (stdio)."""
+    from tools.mcp_server import serve
+
+    serve(home, user, namespace, allowed_roots=allow_root)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Per-browser-session assistants, created lazily for the user id typed in the page.
+
+Each browser session owns a :class:`Session` box (a ``gr.State`` value, deep-copied per session by
+Gradio); the box holds that session's :class:`LearningAssistant`. One :class:`AssistantFactory`
+per app shares the embedder (one model in memory) and LLM client between sessions and closes
+every assistant still open when the app shuts down. Nothing here is module-global.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from dataclasses import dataclass
+
+from apps.assistant import LearningAssistant, check_user_id
+from hello_memory import Settings
+from hello_memory.embedders.base import Embedder
+from hello_memory.embedders.factory import make_embedder
+from hello_memory.llm.base import LLMClient
+from hello_memory.llm.factory import make_llm
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Session:
+    """One browser session's assistant (``None`` until the first action)."""
+
+    assistant: LearningAssistant | None = None
+
+    def close(self) -> None:
+        """Close the assistant, if any (Gradio calls this when the session's state is deleted)."""
+        if self.assistant is not None:
+            logger.info("closing the session of %s", self.assistant.user_id)
+            self.assistant.close()
+            self.assistant = None
+
+
+def close_session(session: object) -> None:
+    """``gr.State`` delete callback."""
+    if isinstance(session, Session):
+        session.close()
+
+
+class AssistantFactory:
+    """Builds assistants that share one embedder and one LLM client.
+
+    Args:
+        settings: the app's configuration (data directory, embedder, LLM).
+        embedder / llm: injected components; built from ``settings`` when omitted.
+    """
+
+    def __init__(
+        self, settings: Settings, *, embedder: Embedder | None = None, llm: LLMClient | None = None
+    ) -> None:
+        self.settings = settings
+        self.llm = llm if llm is not None else make_llm(settings)
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        self._open: weakref.WeakSet[LearningAssistant] = weakref.WeakSet()
+
+    @property
+    def advanced_available(self) -> bool:
+        """True when an LLM is configured (MQE/HyDE and generated answers)."""
+        return self.llm is not None
+
+    @property
+    def embedder(self) -> Embedder:
+        """The shared embedder (built on first use; the model itself loads on the first embed)."""
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = make_embedder(self.settings)
+            return self._embedder
+
+    def assistant(self, session: Session, user_id: str) -> LearningAssistant:
+        """The session's assistant for ``user_id``; switching user closes the previous one."""
+        uid = check_user_id(user_id)
+        current = session.assistant
+        if current is not None and current.user_id == uid and not current.closed:
+            return current
+        session.close()
+        la = LearningAssistant(uid, self.settings, embedder=self.embedder, llm=self.llm)
+        session.assistant = la
+        with self._lock:
+            self._open.add(la)
+        return la
+
+    def close_all(self) -> None:
+        """Close every assistant still open (at shutdown)."""
+        with self._lock:
+            open_now = list(self._open)
+        for la in open_now:
+            la.close()
