@@ -189,6 +189,11 @@ def recover(p: RAGPipeline) -> None:
     store = p.store
     for ns, document_id, op in store.pending():
         logger.warning("recovering interrupted %s of document %s in namespace %s", op, document_id, ns)
+        if op == "index" and store.has_document(ns, document_id):
+            # The rows committed (a re-add already replaced the old version): finish, never drop.
+            _reindex(p, ns, document_id)
+            store.clear_pending(ns, document_id)
+            continue
         if COLLECTION in p.bundle.vectors.collections():
             p.bundle.vectors.delete_where(
                 COLLECTION, Filter(equals={"namespace": ns, "document_id": document_id})
@@ -196,3 +201,35 @@ def recover(p: RAGPipeline) -> None:
         with store.transaction() as conn:
             store.delete_document_rows(conn, ns, document_id)
             conn.execute("DELETE FROM pending WHERE namespace=? AND document_id=?", (ns, document_id))
+
+
+def _reindex(p: RAGPipeline, namespace: str, document_id: str) -> None:
+    """Re-embed a document's committed chunks and replace its vectors (recovery of an ``index``)."""
+    from rag.pipeline import COLLECTION
+
+    rows = list(p.store.chunks(namespace, document_id=document_id).values())
+    source = p.store.query(
+        "SELECT source_path FROM documents WHERE namespace=? AND document_id=?", (namespace, document_id)
+    )[0][0]
+    vectors = _embed(p, [embed_text(r[7], r[4]) for r in rows])
+    vs = p.bundle.vectors
+    vs.ensure_collection(COLLECTION, p.embedder.dimension, embedder=p.embedder.name)
+    vs.delete_where(COLLECTION, Filter(equals={"namespace": namespace, "document_id": document_id}))
+    points = [
+        VectorPoint(
+            id=r[0],
+            vector=vectors[i],
+            payload={
+                "namespace": namespace,
+                "document_id": document_id,
+                "source_path": source,
+                "heading_path": r[7],
+                "start": r[5],
+                "end": r[6],
+                "language": r[8],
+            },
+        )
+        for i, r in enumerate(rows)
+    ]
+    for start in range(0, len(points), 256):
+        vs.upsert(COLLECTION, points[start : start + 256])
