@@ -56,7 +56,8 @@ def guarded(outputs: int) -> Callable[[F], F]:
 def status_markdown(la: LearningAssistant) -> str:
     """The line under the title: who is learning and how answers are made."""
     llm = f"LLM {la.llm.name}" if la.llm else "抽取式回答（未配置 LLM）/ extractive answers (no LLM configured)"
-    return f"👤 **{render.esc(la.user_id)}** · 📚 知识库 / knowledge base `{render.esc(la.rag.namespace)}` · {llm}"
+    user, namespace = render.esc(la.user_id), render.esc(la.rag.namespace)
+    return f"用户 / User **{user}** · 知识库 / Knowledge base `{namespace}` · {llm}"
 
 
 class Handlers:
@@ -106,7 +107,7 @@ class Handlers:
         if not document_id:
             raise InvalidInputError("请先选择文档 / Choose a document first")
         chunks = la.delete_document(document_id)
-        return (f"🗑️ 已删除文档（{chunks} 个分块）/ Document deleted ({chunks} chunks)", *self._documents(la))
+        return (f"已删除文档（{chunks} 个分块）/ Document deleted ({chunks} chunks)", *self._documents(la))
 
     # -- ask tab ----------------------------------------------------------------------------
     def ask(
@@ -171,7 +172,7 @@ class Handlers:
         """Change one memory's importance."""
         la = self._la(session, user_id)
         item = la.update_importance(_need_id(memory_id), float(importance))
-        return (f"✏️ 重要性已更新为 / importance set to {item.importance:.2f}: {render.esc(item.content[:60])}",
+        return (f"重要性已更新为 / importance set to {item.importance:.2f}: {render.esc(item.content[:60])}",
                 render.memory_rows(la.browse_memories(_tier(memory_type))))
 
     @guarded(2)
@@ -181,7 +182,7 @@ class Handlers:
         """Delete one memory."""
         la = self._la(session, user_id)
         la.delete_memory(_need_id(memory_id))
-        return "🗑️ 记忆已删除 / Memory deleted", render.memory_rows(la.browse_memories(_tier(memory_type)))
+        return "记忆已删除 / Memory deleted", render.memory_rows(la.browse_memories(_tier(memory_type)))
 
     @guarded(2)
     def forget(

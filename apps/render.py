@@ -33,13 +33,13 @@ def citation_html(c: Citation) -> str:
     name = Path(c.source_path).name if c.source_path else c.document_id
     heading = f" › {esc(c.heading_path)}" if c.heading_path else ""
     body = esc(c.text.strip()).replace("\n", "<br>")
-    return (f'<details class="hm-cite"><summary>[{c.n}] 📄 {esc(name)}{heading} · '
+    return (f'<details class="hm-cite"><summary>[{c.n}] {esc(name)}{heading} · '
             f"score {c.score:.3f}</summary><div class=\"hm-cite-text\">{body}</div></details>")
 
 
 def reply_markdown(reply: AskReply) -> str:
     """The assistant's chat message: the answer, its sources or memories, and any notes."""
-    route = "📚 文档 / Documents" if reply.route == "rag" else "🧠 记忆 / Memory"
+    route = "来自文档 / From documents" if reply.route == "rag" else "来自记忆 / From memory"
     mode = {"llm": "LLM", "extractive": "抽取式 / extractive", "memory": "记忆检索 / memory search"}[reply.mode]
     parts = [esc(reply.answer).replace("\n", "  \n"), "", f"<sub>{route} · {mode}"
              + (" · MQE + HyDE" if reply.advanced else "") + "</sub>"]
@@ -47,21 +47,21 @@ def reply_markdown(reply: AskReply) -> str:
         parts += ["", "**来源 / Sources**", "", "\n".join(citation_html(c) for c in reply.citations)]
     notes = [_NOTES.get(n, n) for n in reply.notes]
     if notes:
-        parts += ["", "\n".join(f"<sub>ℹ️ {esc(n)}</sub><br>" for n in notes)]
+        parts += ["", "\n".join(f"<sub>※ {esc(n)}</sub><br>" for n in notes)]
     return "\n".join(parts)
 
 
 def error_markdown(message: str) -> str:
     """An error line for the chat."""
-    return f"⚠️ **错误 / Error:** {esc(message)}"
+    return f"⚠ **错误 / Error:** {esc(message)}"
 
 
 def load_markdown(report: LoadReport) -> str:
     """What an upload did, file by file."""
     again = " （已替换旧版本 / replaced）"
-    lines = [f"✅ {esc(d.file_name)} — {d.chunks} 个分块 / chunks" + (again if d.replaced else "")
+    lines = [f"已加载 / Loaded: {esc(d.file_name)} — {d.chunks} 个分块 / chunks" + (again if d.replaced else "")
              for d in report.loaded]
-    lines += [f"❌ {esc(f.file_name)} — {esc(f.error)}" for f in report.failed]
+    lines += [f"失败 / Failed: {esc(f.file_name)} — {esc(f.error)}" for f in report.failed]
     return "  \n".join(lines) or "没有文件 / No files"
 
 
@@ -92,14 +92,14 @@ def note_rows(notes: list[NoteRecord]) -> list[list[object]]:
 
 def forget_markdown(report: ForgetReport) -> str:
     """The forget report."""
-    head = f"🧹 遗忘 / Forget `{report.strategy}`: {report.count} 条 / forgotten"
+    head = f"遗忘 / Forget `{report.strategy}`: {report.count} 条 / forgotten"
     return "  \n".join([head] + [f"- {tier_label(f.memory_type.value)} — {esc(f.content[:80])} ({esc(f.reason)})"
                                  for f in report.forgotten])
 
 
 def consolidate_markdown(report: ConsolidateReport) -> str:
     """The consolidate report."""
-    return (f"🔁 整合 / Consolidate {tier_label(report.from_type.value)} → {tier_label(report.to_type.value)} "
+    return (f"整合 / Consolidate {tier_label(report.from_type.value)} → {tier_label(report.to_type.value)} "
             f"(≥ {report.importance_threshold:.2f}): {report.count} 条源记忆 / source memories, "
             f"{len(report.promoted)} 条新记忆 / promoted, {len(report.merged)} 条合并 / merged")
 

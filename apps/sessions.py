@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from dataclasses import dataclass
 
 from apps.assistant import LearningAssistant, check_user_id
@@ -58,7 +57,7 @@ class AssistantFactory:
         self.llm = llm if llm is not None else make_llm(settings)
         self._embedder = embedder
         self._lock = threading.Lock()
-        self._open: weakref.WeakSet[LearningAssistant] = weakref.WeakSet()
+        self._open: set[LearningAssistant] = set()  # strong: Gradio may drop a session without a callback
 
     @property
     def advanced_available(self) -> bool:
@@ -83,12 +82,13 @@ class AssistantFactory:
         la = LearningAssistant(uid, self.settings, embedder=self.embedder, llm=self.llm)
         session.assistant = la
         with self._lock:
+            self._open = {a for a in self._open if not a.closed}
             self._open.add(la)
         return la
 
     def close_all(self) -> None:
         """Close every assistant still open (at shutdown)."""
         with self._lock:
-            open_now = list(self._open)
+            open_now, self._open = list(self._open), set()
         for la in open_now:
             la.close()

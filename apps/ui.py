@@ -56,7 +56,7 @@ def build_app(factory: AssistantFactory) -> gr.Blocks:
     """The Blocks app over ``factory`` (which owns the settings, embedder and LLM)."""
     h = Handlers(factory)
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
-        gr.Markdown(f"# 📚 {TITLE}\nRAG 出答案，Memory 记过程 / RAG answers, memory records the process.")
+        gr.Markdown(f"# {TITLE}\nRAG 出答案，Memory 记过程 / RAG answers, memory records the process.")
         status = gr.Markdown(elem_id="hm-status")
         session = gr.State(Session(), delete_callback=close_session)
         user = gr.Textbox(value=DEFAULT_USER, render=False, label="用户 ID / User id", elem_id="hm-user",

@@ -15,7 +15,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -48,16 +48,18 @@ def services_unavailable(reason: str) -> NoReturn:
 @pytest.fixture(scope="session")
 def docker_engine() -> None:
     """Probe the Docker engine once per session, with a short timeout."""
+    problem = None
     try:
-        import docker
-
+        docker = importlib.import_module("docker")  # (the repo's docker/ folder confuses type checkers)
         client = docker.from_env(timeout=PROBE_TIMEOUT)
         try:
             client.ping()
         finally:
             client.close()
     except Exception as e:  # DockerException, ConnectionError, ImportError, ...
-        services_unavailable(f"no Docker engine: {type(e).__name__}: {e}")
+        problem = f"{type(e).__name__}: {e}"
+    if problem is not None:  # outside the except block: the reason alone, not a chain of tracebacks
+        services_unavailable(f"no Docker engine: {problem}")
 
 
 @pytest.fixture(scope="session")
@@ -81,10 +83,15 @@ def _container_class(module: str, name: str) -> Any:
 
 @contextmanager
 def _running(container: Any, image: str) -> Iterator[Any]:
+    problem = None
     try:
         container.start()
     except Exception as e:
-        services_unavailable(f"could not start {image}: {type(e).__name__}: {e}")
+        problem = f"{type(e).__name__}: {e}"
+        with suppress(Exception):  # a half-started container
+            container.stop()
+    if problem is not None:
+        services_unavailable(f"could not start {image}: {problem}")
     try:
         yield container
     finally:

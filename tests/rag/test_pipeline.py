@@ -204,14 +204,17 @@ def test_ask_without_relevant_content_says_so(pipeline):
     assert "没有找到" in ans.answer
 
 
-def test_interrupted_ingest_is_rolled_back_on_open(rag_settings, embedder):
+def test_interrupted_ingest_is_completed_on_open(rag_settings, embedder):
     p = RAGPipeline(rag_settings, namespace="kb", embedder=embedder)
-    p.add_text(DOC_EN, document_id="guide")
+    report = p.add_text(DOC_EN, document_id="guide")
+    p.bundle.vectors.delete(COLLECTION, list(p.store.chunks("kb")))
     with p.store.transaction() as conn:  # simulate a crash between SQLite commit and vector write
         p.store.set_pending(conn, "kb", "guide", "index")
     p.close()
     p = RAGPipeline(rag_settings, namespace="kb", embedder=embedder)
-    assert p.list_documents() == [] and p.bundle.vectors.count(COLLECTION) == 0
+    assert [d.document_id for d in p.list_documents()] == ["guide"]
+    assert p.bundle.vectors.count(COLLECTION) == report.chunks and p.store.pending() == []
+    assert p.search("password reset").hits
     p.close()
 
 

@@ -113,7 +113,7 @@ def _verify(home: Path, exp: Expected, new_ids: list[str], rng: random.Random) -
         problems += [f"RAG journal not empty after open: {p}" for p in rag.store.pending()]
         problems += memory_problems(home, mm.bundle.vectors)
         problems += rag_problems(home, mm.bundle.vectors)
-        sample = new_ids + rng.sample(sorted(exp.must), min(15, len(exp.must)))
+        sample = rng.sample(new_ids, min(10, len(new_ids))) + rng.sample(sorted(exp.must), min(5, len(exp.must)))
         problems += _check_memories(mm, exp, [i for i in dict.fromkeys(sample) if i in exp.must])
         problems += _check_docs(rag, exp)
     return problems
@@ -134,7 +134,8 @@ def _check_memories(mm: MemoryManager, exp: Expected, sample: list[str]) -> list
             item = mm.get(mid)
         except NotFoundError:
             continue  # reported above
-        hits = mm.search(item.content, memory_types=[item.memory_type], limit=5)
+        # a large limit: superseded facts (x0.6) may rank below graph neighbours, which is ranking, not loss
+        hits = mm.search(item.content, memory_types=[item.memory_type], limit=100)
         if mid not in {h.item.id for h in hits}:
             out.append(f"acknowledged memory not searchable: {mid} ({item.memory_type.value})")
     return out
@@ -162,7 +163,7 @@ def run_trials(tmp_path: Path, trials: int, seed: int) -> Expected:
     for trial in range(trials):
         log = tmp_path / f"trial{trial}.log"
         early = rng.random() < 0.25  # a quarter land while the child opens and recovers
-        delay = rng.uniform(0.0, 0.5) if early else rng.uniform(0.02, 1.5)
+        delay = rng.uniform(0.0, 0.5) if early else rng.uniform(0.0, 1.0)
         _kill_after(ctx, home, seed * 1000 + trial, log, delay, after_open=not early)
         lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
         before = set(exp.must)

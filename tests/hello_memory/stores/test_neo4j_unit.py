@@ -11,6 +11,7 @@ layout, traversal, ordering, batching); the Cypher itself runs against a real Ne
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 neo4j = pytest.importorskip("neo4j")
 
@@ -309,7 +311,7 @@ class TestNeo4jGraphStoreOnFakeDriver(GraphStoreContract):
 
 HOSTILE_USER = "u'\"`}) MATCH (n) DETACH DELETE n //"
 HOSTILE_MEMORY = "m`}) RETURN 1 UNION MATCH (x) RETURN x //"
-HOSTILE_NAMES = ["O'Brien \"the `tick`\"", "})-[:X]->(y) DETACH DELETE y", "CALL dbms.killQueries() //"]
+HOSTILE_NAMES = ['O\'Brien "the `tick`"', "})-[:X]->(y) DETACH DELETE y", "CALL dbms.killQueries() //"]
 HOSTILE_TYPE = "likes`]->(z) SET z.pwned = true //"
 
 
@@ -356,7 +358,12 @@ def test_every_statement_is_a_constant_without_user_text():
 
 def test_link_sends_one_write_transaction_with_parameters(store, driver):
     a, b = entity_id("u1", "Alice"), entity_id("u1", "Paris")
-    store.link("u1", "m1", [(a, " Alice ", "person"), (b, "Paris", ""), (a, "alice", "concept")], [(a, b, "lives_in")])
+    store.link(
+        "u1",
+        "m1",
+        [(a, " Alice ", "person"), (b, "Paris", ""), (a, "alice", "concept")],
+        [(a, b, "lives_in")],
+    )
     key = {"user_id": "u1", "memory_id": "m1"}
     entities = [
         {"id": a, "name": "Alice", "norm_name": "alice", "type": "person"},
@@ -366,7 +373,12 @@ def test_link_sends_one_write_transaction_with_parameters(store, driver):
         Call(cy.DELETE_RELATIONS, key, "write", "neo4j"),
         Call(cy.DELETE_MEMORY, key, "write", "neo4j"),
         Call(cy.LINK_ENTITIES, {**key, "entities": entities, "generic": "concept"}, "write", "neo4j"),
-        Call(cy.LINK_RELATIONS, {**key, "relations": [{"source": a, "target": b, "type": "lives_in"}]}, "write", "neo4j"),
+        Call(
+            cy.LINK_RELATIONS,
+            {**key, "relations": [{"source": a, "target": b, "type": "lives_in"}]},
+            "write",
+            "neo4j",
+        ),
     ]
 
 
@@ -422,7 +434,11 @@ def test_forget_user_deletes_in_batches(store, driver, monkeypatch):
     assert store.forget_user("u1") == {"entities": 4, "relations": 3, "mentions": 6}
     forget = [c for c in driver.calls if c.query in cy.FORGET_USER]
     assert [(cy.FORGET_USER.index(c.query), c.params["batch"]) for c in forget] == [
-        (0, 2), (0, 2), (1, 2), (1, 2), (1, 2)
+        (0, 2),
+        (0, 2),
+        (1, 2),
+        (1, 2),
+        (1, 2),
     ]
     assert driver.graph.rows_of("u1") == 0
 
@@ -457,10 +473,10 @@ def test_schema_is_idempotent_ddl_sent_once_per_driver_before_any_query(store, d
     assert [c.query for c in schema_calls] == list(cy.SCHEMA)
     assert driver.calls[: len(cy.SCHEMA)] == schema_calls
     assert {c.mode for c in schema_calls} == {"run"}  # DDL runs in auto-commit transactions
-    reopened = Neo4jGraphStore(URI, driver=FakeDriver(driver.graph))
-    reopened.counts("u1")
-    assert [c.query for c in reopened._driver.calls][: len(cy.SCHEMA)] == list(cy.SCHEMA)
-    reopened.close()
+    other = FakeDriver(driver.graph)  # a new driver creates the schema again (idempotently)
+    with Neo4jGraphStore(URI, driver=other) as reopened:
+        reopened.counts("u1")
+    assert [c.query for c in other.calls][: len(cy.SCHEMA)] == list(cy.SCHEMA)
 
 
 def test_a_schema_rule_created_concurrently_is_not_an_error(store, driver):
@@ -486,7 +502,7 @@ def test_the_database_is_passed_to_every_session():
 
 
 @pytest.fixture
-def built(monkeypatch) -> list[tuple[str, dict[str, Any], FakeDriver]]:
+def built(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any], FakeDriver]]:
     """Drivers built by ``neo4j.GraphDatabase.driver``, with their arguments."""
     made: list[tuple[str, dict[str, Any], FakeDriver]] = []
 
@@ -563,7 +579,11 @@ def test_settings_with_a_neo4j_uri_open_this_store_lazily(tmp_path, built):
     from hello_memory.runtime import _open_graph
 
     settings = Settings(
-        home=tmp_path, neo4j_uri=URI, neo4j_username="app", neo4j_password="pw", neo4j_database="mem"
+        home=tmp_path,
+        neo4j_uri=URI,
+        neo4j_username="app",
+        neo4j_password=SecretStr("pw"),
+        neo4j_database="mem",
     )
     graph = _open_graph(settings, tmp_path)
     assert isinstance(graph, Neo4jGraphStore) and isinstance(graph, GraphStore)
@@ -580,10 +600,16 @@ def test_settings_with_a_neo4j_uri_open_this_store_lazily(tmp_path, built):
 @pytest.mark.parametrize(
     ("error", "words"),
     [
-        (neo4j.exceptions.ServiceUnavailable("Couldn't connect to graph.invalid:7687"), ["cannot reach", "docker compose"]),
+        (
+            neo4j.exceptions.ServiceUnavailable("Couldn't connect to graph.invalid:7687"),
+            ["cannot reach", "docker compose"],
+        ),
         (neo4j.exceptions.SessionExpired("session expired"), ["neo4j failed to", "session expired"]),
         (lambda: neo4j_error("Neo.ClientError.Security.Unauthorized", "bad credentials"), ["NEO4J_PASSWORD"]),
-        (lambda: neo4j_error("Neo.ClientError.Statement.SyntaxError", "bad syntax"), ["neo4j failed to count"]),
+        (
+            lambda: neo4j_error("Neo.ClientError.Statement.SyntaxError", "bad syntax"),
+            ["neo4j failed to count"],
+        ),
         (lambda: neo4j_error("Neo.TransientError.General.OutOfMemoryError", "oom"), ["neo4j failed to"]),
     ],
     ids=["unavailable", "expired", "auth", "syntax", "transient"],
@@ -607,6 +633,17 @@ def test_a_bad_uri_fails_on_first_use_as_a_store_error():
     s.close()
 
 
+def test_an_unreachable_server_is_a_store_error_that_says_what_to_do():
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    store = Neo4jGraphStore(f"bolt://127.0.0.1:{port}", password="pw", timeout=2)  # the real driver
+    with store, pytest.raises(StoreError, match="cannot reach Neo4j") as info:
+        store.counts("u1")
+    assert isinstance(info.value.__cause__, neo4j.exceptions.ServiceUnavailable)
+    assert "docker compose" in str(info.value)
+
+
 def test_errors_that_are_not_the_drivers_pass_through(store, driver):
     store.counts("u1")
     driver.failures.append(KeyError("a bug"))
@@ -624,7 +661,17 @@ def test_integration_tests_skip_without_docker_and_fail_when_services_are_requir
     if required:
         env["HELLO_MEMORY_REQUIRE_SERVICES"] = "1"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "integration", "-q", "-p", "no:cacheprovider", "tests/integration"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-m",
+            "integration",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/integration",
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
