@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import os
 
+from hello_memory.errors import MissingDependencyError
+
 # Gradio reads this at import; analytics would phone home from a local, possibly offline, demo.
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
-import gradio as gr
+try:
+    import gradio as gr
+except ImportError as e:  # pragma: no cover - exercised by a bare install
+    raise MissingDependencyError("gradio", "demo") from e
 
 __all__ = ["gr"]

@@ -12,13 +12,15 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from apps._gradio import gr
 from apps.sessions import AssistantFactory
-from apps.ui import build_app, launch_kwargs
 from hello_memory import HelloMemoryError, Settings
 from hello_memory.embedders.base import Embedder
 from hello_memory.llm.base import LLMClient
+
+if TYPE_CHECKING:
+    import gradio as gr
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +40,10 @@ def create_app(
 
     Raises:
         InvalidInputError: the LLM settings are incomplete (e.g. ``LLM_BASE_URL`` without ``LLM_MODEL``).
+        MissingDependencyError: Gradio is not installed (``pip install 'hello-memory[demo]'``).
     """
+    from apps.ui import build_app  # Gradio is imported here, not when apps.app is
+
     settings = settings or Settings()
     if home is not None:
         settings = settings.model_copy(update={"home": Path(home)})
@@ -63,6 +68,8 @@ def serve(
         settings: full configuration (``home`` still overrides its data directory).
         open_browser: open the page in the default browser.
     """
+    from apps.ui import launch_kwargs
+
     demo, factory = create_app(settings, home=home)
     logger.info("data directory %s", Path(factory.settings.home).resolve())
     try:

@@ -33,6 +33,12 @@ def user_message(error: Exception) -> str:
     return f"内部错误，详情见服务器日志 / Internal error, see the server log ({type(error).__name__})"
 
 
+def _warn(error: Exception) -> None:
+    if not isinstance(error, HelloMemoryError):
+        logger.error("handler failed", exc_info=error)
+    gr.Warning(user_message(error))
+
+
 def guarded(outputs: int) -> Callable[[F], F]:
     """Turn a handler's exceptions into a ``gr.Warning`` and leave its ``outputs`` unchanged."""
 
@@ -42,9 +48,7 @@ def guarded(outputs: int) -> Callable[[F], F]:
             try:
                 return fn(*args, **kwargs)
             except Exception as e:  # the page must never show a stack trace
-                if not isinstance(e, HelloMemoryError):
-                    logger.exception("handler %s failed", fn.__name__)
-                gr.Warning(user_message(e))
+                _warn(e)
                 skip = gr.skip()
                 return skip if outputs == 1 else tuple(skip for _ in range(outputs))
 
@@ -75,11 +79,18 @@ class Handlers:
         return render.document_rows(docs), gr.update(choices=choices, value=choices[0][1] if choices else None)
 
     # -- start tab --------------------------------------------------------------------------
-    @guarded(3)
-    def enter(self, session: Session, user_id: str) -> tuple[str, Rows, Any]:
-        """Open (or switch to) the user's assistant; show their documents."""
-        la = self._la(session, user_id)
-        return (status_markdown(la), *self._documents(la))
+    def enter(self, session: Session, user_id: str) -> tuple[Session, Any, Any, Any]:
+        """Open (or switch to) the user's assistant; show their documents.
+
+        The session box is an output so that Gradio registers it for deletion (and so calls
+        ``close_session``) once the browser session has ended; it does so only for written state.
+        """
+        try:
+            la = self._la(session, user_id)
+            return (session, status_markdown(la), *self._documents(la))
+        except Exception as e:  # the page must never show a stack trace
+            _warn(e)
+            return session, gr.skip(), gr.skip(), gr.skip()
 
     @guarded(5)
     def load(
@@ -120,9 +131,7 @@ class Handlers:
         try:
             reply = self._la(session, user_id).ask(question, advanced=bool(advanced))
         except Exception as e:  # shown in the chat, never as a stack trace
-            if not isinstance(e, HelloMemoryError):
-                logger.exception("ask failed")
-            gr.Warning(user_message(e))
+            _warn(e)
             history.append({"role": "assistant", "content": render.error_markdown(user_message(e))})
             return history, question
         history.append({"role": "assistant", "content": render.reply_markdown(reply)})

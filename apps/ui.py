@@ -86,7 +86,7 @@ def _start_tab(h: Handlers, session: gr.State, user: gr.Textbox, status: gr.Mark
             pick = gr.Dropdown(label="选择要删除的文档 / Document to delete", choices=[], scale=4,
                                elem_id="hm-doc-pick")
             delete = gr.Button("删除文档 / Delete document", variant="stop", scale=1, elem_id="hm-doc-delete")
-    shown = [status, table, pick]
+    shown = [session, status, table, pick]
     enter.click(h.enter, [session, user], shown)
     user.submit(h.enter, [session, user], shown)
     demo.load(h.enter, [session, user], shown)

@@ -133,7 +133,11 @@ def export(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as e:  # a directory, a missing folder, no permission: say so, no traceback
+            typer.secho(f"error: cannot write {output}: {e.strerror or e}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
         typer.echo(f"exported {len(lines)} memories to {output}")
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import ScoredMemory
 from hello_memory.text import estimate_tokens
+from hello_memory.validation import check_budget, check_score
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
@@ -80,8 +81,8 @@ def build_context(
     if position not in ("system", "user", "tool"):
         raise InvalidInputError("position must be 'system', 'user' or 'tool'", field="position")
     where: Position = position  # type: ignore[assignment]  # narrowed by the check above
-    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 1:
-        raise InvalidInputError("budget_tokens must be a positive integer", field="budget_tokens")
+    check_budget(budget_tokens)
+    check_score(floor, "floor")
     hits = mm.search(query, user_id=user_id, limit=limit, min_score=floor)
     overhead = estimate_tokens(render([]))
     kept: list[ScoredMemory] = []

@@ -9,6 +9,7 @@ killed in between leaves a journal entry that :func:`recover` completes on the n
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import mimetypes
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from hello_memory.models import HistoryEntry, MemoryItem, MemoryType, Modality
 from hello_memory.stores.base import Filter, VectorPoint
 from hello_memory.text import lexical_tokens
 from hello_memory.validation import (
+    MAX_METADATA_BYTES,
     check_datetime,
     check_id,
     check_importance,
@@ -94,13 +96,17 @@ def build_item(
     now = mm._now()
     if mt == MemoryType.PERCEPTUAL:
         src = kwargs.get("source_path") or meta.get("file_path") or meta.get("source_path")
+        if src is not None and not isinstance(src, str):
+            raise InvalidInputError("source_path must be a string", field="source_path")
         kwargs["source_path"] = src
         kwargs.setdefault("modality", infer_modality(src))
         if src and Path(src).is_file():
             kwargs["media_hash"] = media_hash(Path(src))
         meta.setdefault("encoder", "text-proxy")  # the caption/description is what is embedded
+    if kwargs.get("agent_id") is not None:
+        check_id(kwargs["agent_id"], "agent_id")
     try:
-        return MemoryItem(
+        item = MemoryItem(
             user_id=user_id,
             memory_type=mt,
             content=content,
@@ -113,6 +119,19 @@ def build_item(
         )
     except ValueError as e:  # pydantic validation of typed fields
         raise InvalidInputError(f"invalid memory fields: {e}") from e
+    _check_storable(item)
+    return item
+
+
+def _check_storable(item: MemoryItem) -> None:
+    """Typed fields must be storable text (no lone surrogates) and as bounded as metadata."""
+    try:
+        encoded = json.dumps(item.model_dump(mode="json", include=_TYPED_FIELDS), ensure_ascii=False)
+        size = len(encoded.encode("utf-8"))
+    except UnicodeEncodeError as e:
+        raise InvalidInputError(f"typed memory fields are not valid Unicode text ({e.reason})") from e
+    if size > MAX_METADATA_BYTES:
+        raise InvalidInputError(f"typed memory fields are larger than {MAX_METADATA_BYTES} bytes")
 
 
 MAX_HASH_BYTES = 512 * 1024 * 1024
@@ -279,6 +298,14 @@ def purge(mm: MemoryManager, items: Sequence[MemoryItem]) -> None:
     _delete_records(mm, [it.id for it in items])
 
 
+def scrub(mm: MemoryManager) -> None:
+    """After a user-requested deletion: leave no deleted text in the SQLite files (FTS segments, WAL)."""
+    mm.bundle.records.scrub()
+    graph_scrub = getattr(mm.bundle.graph, "scrub", None)  # embedded backends only
+    if graph_scrub is not None:
+        graph_scrub()
+
+
 def _delete_records(mm: MemoryManager, ids: Sequence[str]) -> None:
     """Delete rows, lexical tokens, facts, history and journal entries of ``ids`` in one transaction."""
     with mm.bundle.records.transaction() as conn:
@@ -340,6 +367,7 @@ def forget_user(mm: MemoryManager, user_id: str) -> dict[str, int]:
         counts[f"graph:{k}"] = v
     for k, v in mm.bundle.records.forget_user(user_id).items():
         counts[f"sqlite:{k}"] = v
+    scrub(mm)
     return counts
 
 

@@ -131,6 +131,8 @@ def forget(
     victims = [it for it, _ in chosen]
     if purge:
         indexing.purge(mm, victims)
+        if victims:
+            indexing.scrub(mm)
     else:
         for it, reason in chosen:
             indexing.soft_delete(mm, [it], reason)

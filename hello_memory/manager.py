@@ -33,7 +33,7 @@ from hello_memory.models import (
 from hello_memory.runtime import StoreBundle, acquire, release
 from hello_memory.settings import Settings
 from hello_memory.stores.base import GraphStore, VectorStore
-from hello_memory.validation import check_id, check_limit
+from hello_memory.validation import check_id, check_limit, check_memory_type
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +156,8 @@ class MemoryManager:
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
         """Store many memories at once (batched embedding); all are validated before any is stored."""
+        if isinstance(items, str | bytes | dict) or not isinstance(items, Iterable):
+            raise InvalidInputError("items must be an iterable of dicts, each with at least 'content'")
         built = []
         for n, spec in enumerate(items):
             if not isinstance(spec, dict):
@@ -208,7 +210,9 @@ class MemoryManager:
     ) -> list[MemoryItem]:
         """The user's memories, newest first."""
         uid = self._user(user_id)
-        types = [MemoryType(memory_type).value] if memory_type else [t.value for t in self.enabled]
+        types = [check_memory_type(memory_type, self.enabled).value] if memory_type is not None else [
+            t.value for t in self.enabled
+        ]
         lifecycle.expire_working(self, uid)
         return self.bundle.records.list_items(
             uid,
@@ -266,6 +270,7 @@ class MemoryManager:
         with self.bundle.lock:
             item = self.get(memory_id, user_id=user_id, include_deleted=True)
             indexing.purge(self, [item])
+            indexing.scrub(self)
 
     def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryItem:
         """Undo a soft delete (``forget`` without ``purge``)."""
@@ -319,6 +324,7 @@ class MemoryManager:
         with self.bundle.lock:
             items = self.bundle.records.list_items(uid, deleted=None)
             indexing.purge(self, items)
+            indexing.scrub(self)
             return len(items)
 
     def forget_user(self, user_id: str) -> dict[str, int]:

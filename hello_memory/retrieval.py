@@ -22,6 +22,7 @@ from hello_memory.validation import (
     check_importance,
     check_limit,
     check_memory_type,
+    check_score,
     check_text,
 )
 
@@ -36,6 +37,8 @@ def _types(mm: MemoryManager, memory_types: Sequence[Any] | None) -> list[Memory
         return list(mm.enabled)
     if isinstance(memory_types, str | MemoryType):
         memory_types = [memory_types]
+    if not isinstance(memory_types, list | tuple | set | frozenset):
+        raise InvalidInputError("memory_types must be a list of memory type names", field="memory_types")
     return list(dict.fromkeys(check_memory_type(t, mm.enabled, "memory_types") for t in memory_types))
 
 
@@ -70,7 +73,8 @@ def search(
         check_id(session_id, "session_id")
     types = _types(mm, memory_types)
     window = _range(time_range)
-    floor = mm.settings.min_score if min_score is None else float(min_score)
+    score_floor = check_score(min_score)
+    floor = mm.settings.min_score if score_floor is None else score_floor
     hits: list[ScoredMemory] = []
     if MemoryType.WORKING in types:
         hits += _working(mm, query, user_id, session_id, window)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from hello_memory.errors import StoreLockedError
+from hello_memory.errors import StoreError, StoreLockedError
 from hello_memory.settings import Settings
 from hello_memory.stores.base import GraphStore, VectorStore
 from hello_memory.stores.sqlite import SQLiteRecordStore
@@ -58,8 +58,11 @@ _registry_lock = threading.Lock()
 
 
 def _acquire_dir_lock(home: Path) -> IO[str]:
-    home.mkdir(parents=True, exist_ok=True)
-    fh = open(home / "LOCK", "a+", encoding="utf-8")  # noqa: SIM115 - held for the bundle's life
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        fh = open(home / "LOCK", "a+", encoding="utf-8")  # noqa: SIM115 - held for the bundle's life
+    except OSError as e:  # home is a file, a device, read-only, ...
+        raise StoreError(f"cannot use {str(home)!r} as the data directory: {e.strerror or e}") from e
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as e:

@@ -44,7 +44,18 @@ def check_id(value: Any, field: str) -> str:
         raise InvalidInputError(f"{field} must be a non-empty string", field=field)
     if len(value) > MAX_ID_CHARS or any(ord(c) < 32 for c in value):
         raise InvalidInputError(f"{field} is too long or contains control characters", field=field)
+    if not _encodable(value):
+        raise InvalidInputError(f"{field} is not valid Unicode text (lone surrogate)", field=field)
     return value
+
+
+def _encodable(text: str) -> bool:
+    """True when ``text`` can be stored as UTF-8 (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_importance(value: Any, field: str = "importance") -> float:
@@ -53,7 +64,10 @@ def check_importance(value: Any, field: str = "importance") -> float:
         raise InvalidInputError(
             f"{field} must be a number in [0, 1], got {type(value).__name__}", field=field
         )
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond float range
+        v = math.inf
     if not math.isfinite(v) or not 0.0 <= v <= 1.0:
         raise InvalidInputError(f"{field} must be in [0, 1], got {value!r}", field=field)
     return v
@@ -81,6 +95,8 @@ def check_metadata(value: Any) -> dict[str, Any]:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as e:
         raise InvalidInputError(f"metadata is not JSON-serialisable: {e}", field="metadata") from e
+    if not _encodable(encoded):
+        raise InvalidInputError("metadata is not valid Unicode text (lone surrogate)", field="metadata")
     if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
         raise InvalidInputError(f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata")
     return dict(json.loads(encoded))
@@ -104,4 +120,26 @@ def check_limit(value: Any, field: str = "limit", *, maximum: int = MAX_LIMIT) -
         raise InvalidInputError(f"{field} must be an integer, got {type(value).__name__}", field=field)
     if not 1 <= value <= maximum:
         raise InvalidInputError(f"{field} must be between 1 and {maximum}, got {value}", field=field)
+    return value
+
+
+def check_score(value: Any, field: str = "min_score") -> float | None:
+    """An optional finite number (a score floor); ``None`` passes through."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"{field} must be a number, got {type(value).__name__}", field=field)
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf
+    if not math.isfinite(v):
+        raise InvalidInputError(f"{field} must be a finite number, got {value!r}", field=field)
+    return v
+
+
+def check_budget(value: Any, field: str = "budget_tokens") -> int:
+    """A positive integer token budget."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{field} must be a positive integer, got {value!r}", field=field)
     return value

@@ -41,6 +41,7 @@ from rag.markdown import parse_blocks
 # Boundary levels before a token, coarsest first; splitting and overlap prefer lower levels.
 _PARA, _SENT, _CLAUSE, _LINE, _COMMA, _TOKEN, _INTRA = range(7)
 _MAX_TOKEN_CHARS = 64
+MAX_TITLE_CHARS = 200
 _CLOSERS = "\"'”’」』）)]】》"
 _LIST_MARKERS = frozenset(f"{i}." for i in range(1000))
 
@@ -55,7 +56,7 @@ class Chunk:
         start: character offset of the chunk in the source Markdown.
         end: character offset just past the chunk.
         heading_path: heading titles from the outermost in, joined by ``" > "``; ``""`` before
-            the first heading.
+            the first heading. Titles over ``MAX_TITLE_CHARS`` are cut (ending in ``…``).
         tokens: ``estimate_tokens(text)``.
         overlap_start: where the chunk's new content begins (``== start`` when it has no overlap).
     """
@@ -115,6 +116,12 @@ def _levels(text: str, spans: list[tuple[int, int]], intra: set[int]) -> bytearr
     return levels
 
 
+def _short_title(title: str) -> str:
+    """A heading title cut to ``MAX_TITLE_CHARS``: every chunk of a section stores (and embeds) its
+    heading path, so an unbounded title would be stored once per chunk (quadratic growth)."""
+    return title if len(title) <= MAX_TITLE_CHARS else title[: MAX_TITLE_CHARS - 1] + "…"
+
+
 def _sections(text: str, starts: list[int]) -> list[_Section]:
     """Group the blocks into sections, one per heading plus one for text before the first.
 
@@ -128,7 +135,7 @@ def _sections(text: str, starts: list[int]) -> list[_Section]:
         if block.kind == "heading":
             while stack and stack[-1][0] >= block.level:
                 stack.pop()
-            stack.append((block.level, block.title))
+            stack.append((block.level, _short_title(block.title)))
             if not (cur.headings and len(cur.units) == cur.headings and block.level > cur.level):
                 cur = _Section("", 0)
                 sections.append(cur)

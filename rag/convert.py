@@ -22,6 +22,7 @@ from __future__ import annotations
 import codecs
 import io
 import logging
+import os
 import re
 import shutil
 import stat
@@ -128,6 +129,8 @@ def _check_file(path: Path, name: str, max_bytes: int) -> None:
         raise _fail(name, "file does not exist") from e
     except OSError as e:
         raise _fail(name, f"cannot access the file ({e.strerror or e})") from e
+    except ValueError as e:  # an embedded NUL byte, or a name the file system cannot encode
+        raise _fail(name, f"invalid path ({e})") from e
     if stat.S_ISDIR(st.st_mode):
         raise _fail(name, "is a directory, not a file")
     if not stat.S_ISREG(st.st_mode):  # opening a FIFO would block; devices never end
@@ -366,6 +369,8 @@ def convert(path: str | Path, *, max_bytes: int = 200 * 1024 * 1024) -> Converte
             content under a text extension; a dependency is missing (``extra`` names it); or
             nothing but whitespace came out.
     """
+    if not isinstance(path, str | os.PathLike):
+        raise _fail(repr(path), f"the path must be a str or os.PathLike, not {type(path).__name__}")
     p = Path(path)
     name = str(path)
     _check_file(p, name, max_bytes)

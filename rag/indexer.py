@@ -113,7 +113,7 @@ def ingest(
                 store.insert_chunk(conn, row, lexical_tokens(embed_text(c.heading_path, c.text)))
             store.set_pending(conn, ns, document_id, "index")
         try:
-            _write_vectors(p, document_id, source_path, chunks, vectors)
+            _write_vectors(p, document_id, chunks, vectors)
         except Exception as e:
             delete(p, document_id)
             raise StoreError(f"indexing {document_id!r} failed; nothing of it was kept: {e}") from e
@@ -129,7 +129,7 @@ def ingest(
 
 
 def _write_vectors(
-    p: RAGPipeline, document_id: str, source_path: str | None, chunks: list[Chunk], vectors: np.ndarray
+    p: RAGPipeline, document_id: str, chunks: list[Chunk], vectors: np.ndarray
 ) -> None:
     from rag.pipeline import COLLECTION, chunk_id
 
@@ -139,20 +139,21 @@ def _write_vectors(
         VectorPoint(
             id=chunk_id(p.namespace, document_id, c.index),
             vector=vectors[i],
-            payload={
-                "namespace": p.namespace,
-                "document_id": document_id,
-                "source_path": source_path,
-                "heading_path": c.heading_path,
-                "start": c.start,
-                "end": c.end,
-                "language": detect_language(c.text),
-            },
+            payload=_payload(p.namespace, document_id, c.start, c.end, detect_language(c.text)),
         )
         for i, c in enumerate(chunks)
     ]
     for start in range(0, len(points), 256):
         vs.upsert(COLLECTION, points[start : start + 256])
+
+
+def _payload(namespace: str, document_id: str, start: int, end: int, language: str) -> dict[str, Any]:
+    """Vector payload: filter keys and offsets only, never document text (headings, file paths).
+
+    SQLite is the source of truth for the text; keeping it out of the vector index means a
+    deleted document's words cannot linger in vector segments or their write-ahead log.
+    """
+    return {"namespace": namespace, "document_id": document_id, "start": start, "end": end, "language": language}
 
 
 def delete(p: RAGPipeline, document_id: str) -> int:
@@ -208,27 +209,12 @@ def _reindex(p: RAGPipeline, namespace: str, document_id: str) -> None:
     from rag.pipeline import COLLECTION
 
     rows = list(p.store.chunks(namespace, document_id=document_id).values())
-    source = p.store.query(
-        "SELECT source_path FROM documents WHERE namespace=? AND document_id=?", (namespace, document_id)
-    )[0][0]
     vectors = _embed(p, [embed_text(r[7], r[4]) for r in rows])
     vs = p.bundle.vectors
     vs.ensure_collection(COLLECTION, p.embedder.dimension, embedder=p.embedder.name)
     vs.delete_where(COLLECTION, Filter(equals={"namespace": namespace, "document_id": document_id}))
     points = [
-        VectorPoint(
-            id=r[0],
-            vector=vectors[i],
-            payload={
-                "namespace": namespace,
-                "document_id": document_id,
-                "source_path": source,
-                "heading_path": r[7],
-                "start": r[5],
-                "end": r[6],
-                "language": r[8],
-            },
-        )
+        VectorPoint(id=r[0], vector=vectors[i], payload=_payload(namespace, document_id, r[5], r[6], r[8]))
         for i, r in enumerate(rows)
     ]
     for start in range(0, len(points), 256):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,14 @@ from hello_memory.runtime import StoreBundle, acquire, release
 from hello_memory.settings import Settings
 from hello_memory.stores.base import Filter, VectorStore
 from hello_memory.text import lexical_tokens
-from hello_memory.validation import check_id, check_limit, check_metadata, check_text
+from hello_memory.validation import (
+    check_budget,
+    check_id,
+    check_limit,
+    check_metadata,
+    check_score,
+    check_text,
+)
 from rag import answer as answering
 from rag import expansion, indexer
 from rag.models import Answer, ChunkHit, DocumentInfo, Expansion, IngestReport, RAGStats, SearchResult
@@ -34,6 +42,11 @@ logger = logging.getLogger(__name__)
 COLLECTION = "rag_chunks"
 _ID_NAMESPACE = uuid.UUID("6f9c1d1e-8d0b-4f3c-9a57-5b1f0c2d9e11")
 MAX_TEXT_CHARS = 60_000_000
+
+
+def _text_path(path: str | Path) -> str:
+    """A path as storable text: undecodable file-name bytes become U+FFFD (never lone surrogates)."""
+    return os.fsencode(path).decode("utf-8", "replace")
 
 
 def chunk_id(namespace: str, document_id: str, index: int) -> str:
@@ -131,14 +144,14 @@ class RAGPipeline:
         from rag.convert import convert
 
         doc = convert(path)
-        resolved = str(Path(path).resolve())
-        doc_id = document_id or str(uuid.uuid5(_ID_NAMESPACE, f"path:{resolved}"))
+        resolved = _text_path(Path(path).resolve())
+        doc_id = str(uuid.uuid5(_ID_NAMESPACE, f"path:{resolved}")) if document_id is None else document_id
         return indexer.ingest(
             self,
             doc.markdown,
             document_id=check_id(doc_id, "document_id"),
             source_path=resolved,
-            title=doc.title or Path(path).name,
+            title=doc.title or _text_path(Path(path).name),
             fmt=doc.format,
             chunk_tokens=chunk_tokens,
             overlap_tokens=overlap_tokens,
@@ -157,7 +170,13 @@ class RAGPipeline:
     ) -> IngestReport:
         """Index Markdown/plain text; without ``document_id`` the id is derived from the text."""
         text = check_text(text, "text", max_chars=MAX_TEXT_CHARS)
-        doc_id = document_id or str(uuid.uuid5(_ID_NAMESPACE, hashlib.sha256(text.encode()).hexdigest()))
+        if source is not None:
+            source = check_text(source, "source", max_chars=4096)
+        doc_id = (
+            str(uuid.uuid5(_ID_NAMESPACE, hashlib.sha256(text.encode()).hexdigest()))
+            if document_id is None
+            else document_id
+        )
         return indexer.ingest(
             self,
             text,
@@ -183,12 +202,16 @@ class RAGPipeline:
                 f"no document {document_id!r} in namespace {self.namespace!r}", object_id=document_id
             )
         with self.bundle.lock:
-            return indexer.delete(self, document_id)
+            n = indexer.delete(self, document_id)
+            self.store.scrub()  # no deleted text left in rag.db's FTS segments or WAL
+            return n
 
     def clear(self) -> int:
         """Delete every document of this namespace (never another namespace's); returns chunks deleted."""
         with self.bundle.lock:
-            return sum(indexer.delete(self, d.document_id) for d in self.list_documents())
+            n = sum(indexer.delete(self, d.document_id) for d in self.list_documents())
+            self.store.scrub()
+            return n
 
     def stats(self) -> RAGStats:
         """Counts of this namespace."""
@@ -215,6 +238,7 @@ class RAGPipeline:
         """Hybrid (dense + BM25) search with optional MQE/HyDE expansion."""
         query = check_text(query, "query", max_chars=20_000)
         limit = check_limit(limit, maximum=200)
+        min_score = check_score(min_score)
         extra, notes = expansion.llm_expansions(
             self.llm,
             query,
@@ -238,7 +262,7 @@ class RAGPipeline:
 
     def _retrieve(self, texts: list[str], limit: int, min_score: float | None) -> list[ChunkHit]:
         scored = self._scored(texts, limit)
-        floor = self.settings.min_score if min_score is None else float(min_score)
+        floor = self.settings.min_score if min_score is None else min_score
         ranked = sorted((c for c in scored if scored[c][0] >= floor), key=lambda c: (-scored[c][1], c))[
             :limit
         ]
@@ -304,6 +328,7 @@ class RAGPipeline:
         budget_tokens: int = 3000,
     ) -> Answer:
         """Retrieve, fit whole chunks into ``budget_tokens``, answer with citations ``[n]``."""
+        check_budget(budget_tokens)
         result = self.search(
             question, limit=limit, min_score=min_score, enable_mqe=enable_mqe, enable_hyde=enable_hyde
         )

@@ -68,6 +68,7 @@ class SQLiteChunkStore:
                 conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA secure_delete=ON")  # deleted rows are zeroed, not left in free pages
                 conn.executescript(_SCHEMA)
                 conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             except sqlite3.DatabaseError as e:
@@ -216,6 +217,18 @@ class SQLiteChunkStore:
                 "SELECT 1 FROM documents WHERE namespace=? AND document_id=?", (namespace, document_id)
             )
         )
+
+    def scrub(self) -> None:
+        """Remove deleted chunks from the file itself: merge the FTS5 index, truncate the WAL.
+
+        See :meth:`hello_memory.stores.sqlite.SQLiteRecordStore.scrub`.
+        """
+        with self._lock:
+            try:
+                self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.DatabaseError as e:
+                raise StoreError(f"SQLite scrub failed: {e}") from e
 
     def residue(self, namespace: str, document_id: str | None = None) -> dict[str, int]:
         """Rows left for a namespace (or one document): 0 everywhere after a delete."""

@@ -199,6 +199,11 @@ class SQLiteGraphStore:
         logger.info("forgot graph of user %s: %s", user_id, deleted)
         return {t: deleted[t] for t in _TABLES}
 
+    def scrub(self) -> None:
+        """Checkpoint and truncate the WAL, whose old page images still hold deleted rows."""
+        with self._lock, _wrapped("scrub"):
+            self._connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
         """Close the connection and drop cached graphs; idempotent."""
         with self._lock:
@@ -281,6 +286,7 @@ def _open(path: str) -> sqlite3.Connection:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # WAL: durable across crashes, as the record store
+        conn.execute("PRAGMA secure_delete = ON")  # deleted rows are zeroed, not left in free pages
         _migrate(conn, path)
     except sqlite3.OperationalError as e:
         conn.close()

@@ -216,14 +216,16 @@ class QdrantVectorStore:
         meta, full = self._meta(collection), self._full(collection)
         ids, matrix, payloads = prepare_points(collection, points, meta.dimension)
         m = _models()
-        for start in range(0, len(ids), _UPSERT_BATCH):
+        batches = []
+        for start in range(0, len(ids), _UPSERT_BATCH):  # build (and validate) every batch before writing
             end = start + _UPSERT_BATCH
             try:
-                batch = m.Batch(
-                    ids=ids[start:end], vectors=matrix[start:end].tolist(), payloads=payloads[start:end]
+                batches.append(
+                    m.Batch(ids=ids[start:end], vectors=matrix[start:end].tolist(), payloads=payloads[start:end])
                 )
             except Exception as e:  # pydantic refusing a value json.dumps accepted
                 raise StoreError(f"qdrant-client refused the batch: {e}") from e
+        for batch in batches:
             self._call("upsert", "upsert", full, points=batch, wait=True)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:

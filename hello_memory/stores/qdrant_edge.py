@@ -120,7 +120,10 @@ class QdrantEdgeVectorStore:
         self, path: str | Path, *, flush_every_write: bool = False, flush_interval: float = 30.0
     ) -> None:
         self._path = Path(path)
-        self._path.mkdir(parents=True, exist_ok=True)
+        try:
+            self._path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # the path is a file, read-only, ...
+            raise StoreError(f"cannot create the vector directory {str(path)!r}: {e.strerror or e}") from e
         self._flush_every_write = flush_every_write
         self._flush_interval = flush_interval
         self._shards: dict[str, qe.EdgeShard] = {}

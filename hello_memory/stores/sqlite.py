@@ -148,6 +148,7 @@ class SQLiteRecordStore:
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA secure_delete=ON")  # deleted rows are zeroed, not left in free pages
             conn.execute("PRAGMA foreign_keys=ON")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -485,6 +486,21 @@ class SQLiteRecordStore:
             for table in ("memories", "history", "pending", "facts"):
                 counts[table] = conn.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,)).rowcount
         return counts
+
+    def scrub(self) -> None:
+        """Remove deleted data from the file itself, after a deletion that must be provable.
+
+        ``secure_delete`` zeroes deleted rows, but FTS5 keeps deleted tokens in its index
+        segments until they merge, and the WAL keeps old page images until it is reset. This
+        merges the index (dropping deleted entries) and checkpoints and truncates the WAL.
+        Costs one pass over the lexical index (~0.1 s per 20k memories).
+        """
+        with self._lock:
+            try:
+                self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('optimize')")
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.DatabaseError as e:
+                raise StoreError(f"SQLite scrub failed: {e}") from e
 
     def residue(self, user_id: str) -> dict[str, int]:
         """Rows left for ``user_id`` in every table (0 everywhere after :meth:`forget_user`)."""

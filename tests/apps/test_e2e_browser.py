@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -41,6 +42,10 @@ MS = 1000
 def _missing() -> str | None:
     if not CHROMIUM.exists():
         return f"{CHROMIUM} not found: apt-get install -y chromium fonts-noto-cjk"
+    fc_list = shutil.which("fc-list")
+    if fc_list is None or not subprocess.run([fc_list, ":lang=zh", "family"], capture_output=True,
+                                             text=True, timeout=30).stdout.strip():
+        return "no Chinese font, Chinese would render as boxes: apt-get install -y fonts-noto-cjk"
     for module, pip in (("playwright", "playwright"), ("gradio", "gradio"), ("docx", "python-docx")):
         if importlib.util.find_spec(module) is None:
             return f"{module} not installed: pip install {pip} (never run `playwright install`)"

@@ -101,15 +101,16 @@ def test_handler_errors_leave_outputs_unchanged(handlers):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = handlers.enter(Session(), "")
+        session = Session()
+        out = handlers.enter(session, "")
         note = handlers.add_note(Session(), "alice", "")
-    assert out == (gr.skip(), gr.skip(), gr.skip()) and note == (gr.skip(), gr.skip())
+    assert out == (session, gr.skip(), gr.skip(), gr.skip()) and note == (gr.skip(), gr.skip())
 
 
 def test_handlers_drive_a_session(handlers, guide_md):
     session = Session()
-    status, rows, _ = handlers.enter(session, "alice")
-    assert "alice" in status and rows == []
+    same, status, rows, _ = handlers.enter(session, "alice")
+    assert same is session and "alice" in status and rows == []
     _, log, rows, _, cleared = handlers.load(session, "alice", [str(guide_md)], progress=lambda *a, **k: None)
     assert "learning_guide.md" in log and rows[0][0] == "learning_guide.md" and cleared is None
     history, _ = handlers.ask(session, "alice", "遗忘策略有哪些？", False, [])
@@ -131,3 +132,16 @@ def test_the_app_builds_with_five_tabs(settings, fake_embedder):
     demo = build_app(factory)
     labels = [b.label for b in demo.blocks.values() if type(b).__name__ == "Tab"]
     assert labels == ["开始 / Start", "问答 / Ask", "笔记 / Notes", "记忆 / Memory", "统计 / Stats"]
+
+
+def test_without_gradio_the_launcher_names_the_extra(monkeypatch, tmp_path, capsys):
+    import sys
+
+    for name in [m for m in sys.modules if m.split(".")[0] == "gradio" or m in ("apps.ui", "apps.handlers",
+                                                                               "apps._gradio")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "gradio", None)
+    from apps.app import main
+
+    assert main(["--home", str(tmp_path / "data"), "--port", "1"]) == 2
+    assert "pip install 'hello-memory[demo]'" in capsys.readouterr().err

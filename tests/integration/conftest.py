@@ -1,6 +1,6 @@
 """Fixtures for the server tests: a Docker probe, then Qdrant and Neo4j containers (testcontainers).
 
-Every test here is marked ``integration`` and starts from the session-scoped ``docker_engine``
+Every server test here is marked ``integration`` and starts from the session-scoped ``docker_engine``
 probe. Without a Docker engine (or without testcontainers, or when a container cannot start) the
 tests skip with the reason; with ``HELLO_MEMORY_REQUIRE_SERVICES=1`` (CI with services) they fail
 instead. The images are the ones pinned in ``docker/compose.yaml``, read from that file.
@@ -50,7 +50,10 @@ def docker_engine() -> None:
     """Probe the Docker engine once per session, with a short timeout."""
     problem = None
     try:
-        docker = importlib.import_module("docker")  # (the repo's docker/ folder confuses type checkers)
+        # By name: the repository's docker/ folder would otherwise shadow the package for type checkers.
+        docker = importlib.import_module("docker")
+        if not hasattr(docker, "from_env"):  # only that folder (a namespace package) was found
+            raise ImportError("the docker package is not installed: pip install -e '.[dev]'")
         client = docker.from_env(timeout=PROBE_TIMEOUT)
         try:
             client.ping()
@@ -72,7 +75,7 @@ def images() -> dict[str, str]:
 
 
 def _container_class(module: str, name: str) -> Any:
-    """A testcontainers module class: ``testcontainers.community.X`` (>= 4.13) or ``testcontainers.X``."""
+    """A testcontainers module class: ``testcontainers.community.X`` (newer) or ``testcontainers.X``."""
     for path in (f"testcontainers.community.{module}", f"testcontainers.{module}"):
         try:
             return getattr(importlib.import_module(path), name)

@@ -16,7 +16,8 @@ from hello_memory.stores.graph_sqlite import SQLiteGraphStore
 from hello_memory.stores.qdrant import QdrantVectorStore
 from hello_memory.stores.qdrant_edge import QdrantEdgeVectorStore
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("docker_engine")]
+# The first test also pulls and starts the containers (session fixtures): allow for the download.
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("docker_engine"), pytest.mark.timeout(900)]
 
 # -- vectors ---------------------------------------------------------------------------------------
 

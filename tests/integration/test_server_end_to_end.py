@@ -14,7 +14,8 @@ from hello_memory.stores.base import Filter
 from rag import RAGPipeline
 from rag.pipeline import COLLECTION as RAG_COLLECTION
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("docker_engine")]
+# The first test also pulls and starts the containers (session fixtures): allow for the download.
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("docker_engine"), pytest.mark.timeout(900)]
 
 GUIDE = (Path(__file__).resolve().parents[1] / "data" / "guide_en.md").read_text(encoding="utf-8")
 
@@ -68,8 +69,8 @@ def test_memory_manager_runs_on_the_servers(server_settings, embedder, empty_neo
         assert counts["graph:entities"] > 0 and counts[f"vectors:{MEMORY_COLLECTION}"] == before >= 2
         assert mm.bundle.vectors.count(MEMORY_COLLECTION, alice) == 0
         assert mm.bundle.graph.counts("alice") == {"entities": 0, "relations": 0, "mentions": 0}
-        left = empty_neo4j.query("MATCH (n {user_id: $u}) RETURN count(n) AS n", u="alice")
-        assert left == [{"n": 0}]
+        left = empty_neo4j.query("MATCH (n {user_id: $u}) RETURN count(n) AS total", u="alice")
+        assert left == [{"total": 0}]
         assert mm.get(secret.id, user_id="bob").content == "Bob keeps a secret diary"
         assert mm.bundle.vectors.count(MEMORY_COLLECTION, Filter(equals={"user_id": "bob"})) == 1
 

@@ -15,7 +15,8 @@ from hello_memory.stores.vectors import FLOAT_INDEX_KEYS, KEYWORD_INDEX_KEYS
 from hello_memory.testing.graph_store import ALICE, GraphStoreContract, link_names
 from hello_memory.testing.vector_store import DIM, VectorStoreContract
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("docker_engine")]
+# The first test also pulls and starts the containers (session fixtures): allow for the download.
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("docker_engine"), pytest.mark.timeout(900)]
 
 
 class TestQdrantVectorStoreOnServer(VectorStoreContract):
@@ -48,9 +49,9 @@ class TestNeo4jGraphStoreOnServer(GraphStoreContract):
         return self.server.store()
 
     def stored_rows(self, graph_store: GraphStore, user_id: str) -> int:
-        nodes = self.server.query("MATCH (n {user_id: $u}) RETURN count(n) AS n", u=user_id)
-        edges = self.server.query("MATCH ()-[r {user_id: $u}]->() RETURN count(r) AS n", u=user_id)
-        return int(nodes[0]["n"]) + int(edges[0]["n"])
+        nodes = self.server.query("MATCH (n {user_id: $u}) RETURN count(n) AS total", u=user_id)
+        edges = self.server.query("MATCH ()-[r {user_id: $u}]->() RETURN count(r) AS total", u=user_id)
+        return int(nodes[0]["total"]) + int(edges[0]["total"])
 
 
 # -- server specifics -----------------------------------------------------------------------------
@@ -83,10 +84,10 @@ def test_neo4j_stores_every_node_and_edge_with_its_user(empty_neo4j):
     with empty_neo4j.store() as store:
         link_names(store, ALICE, "m1", ["a", "b"], [("a", "b", "likes")])
     unowned = empty_neo4j.query(
-        "MATCH (n) WHERE n.user_id IS NULL RETURN count(n) AS n "
-        "UNION ALL MATCH ()-[r]->() WHERE r.user_id IS NULL RETURN count(r) AS n"
+        "MATCH (n) WHERE n.user_id IS NULL RETURN count(n) AS total "
+        "UNION ALL MATCH ()-[r]->() WHERE r.user_id IS NULL RETURN count(r) AS total"
     )
-    assert [r["n"] for r in unowned] == [0, 0]
+    assert [r["total"] for r in unowned] == [0, 0]
 
 
 def test_neo4j_user_text_is_stored_verbatim(empty_neo4j):

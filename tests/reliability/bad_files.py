@@ -87,6 +87,18 @@ def _lying_sizes_bomb(main_part: str) -> bytes:
     return bytes(data)
 
 
+def _understated_sizes_bomb(main_part: str) -> bytes:
+    """Headers claim 100 bytes while the member inflates to 40 MiB (a reader must stop at the claim)."""
+    data = bytearray(_zip({"[Content_Types].xml": b"<Types/>", main_part: b"\0" * (40 * MiB)}))
+    for sig, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # local and central headers
+        pos = 0
+        while (pos := data.find(sig, pos)) != -1:
+            if struct.unpack_from("<I", data, pos + offset)[0] == 40 * MiB:
+                struct.pack_into("<I", data, pos + offset, 100)
+            pos += 4
+    return bytes(data)
+
+
 def _encrypted_member(main_part: str) -> bytes:
     data = bytearray(_zip({"[Content_Types].xml": b"<Types/>", main_part: b"<x/>"}))
     pos = 0
@@ -147,6 +159,7 @@ def build_bad_files(root: Path) -> dict[str, Path]:
         put(f"ratio-bomb-{ext}", f"ratio.{ext}", _ratio_bomb(main))
         put(f"lying-size-bomb-{ext}", f"lying.{ext}", _lying_sizes_bomb(main))
         put(f"encrypted-member-{ext}", f"encmember.{ext}", _encrypted_member(main))
+        put(f"understated-size-bomb-{ext}", f"understated.{ext}", _understated_sizes_bomb(main))
         put(f"garbage-main-part-{ext}", f"garbage.{ext}", _zip({"[Content_Types].xml": b"<Types/>",
                                                                  main: noise}))
     put("members-bomb-docx", "members.docx", _members_bomb(_MAIN["docx"]))

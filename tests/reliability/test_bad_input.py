@@ -22,6 +22,7 @@ from hello_memory import MemoryManager, Settings
 from hello_memory.errors import ConversionError, HelloMemoryError, InvalidInputError, NotFoundError
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from rag import RAGPipeline
+from rag.chunking import MAX_TITLE_CHARS
 
 
 @dataclass
@@ -147,6 +148,9 @@ for _k, _v in {
 }.items():
     case(f"add-field-{_k}", lambda e, v=_v: e.mm.add("fine text", memory_type="episodic", **v))
 case("add-perceptual-modality", lambda e: e.mm.add("a smell", memory_type="perceptual", modality="smell"))
+case("add-perceptual-source-int", lambda e: e.mm.add("a photo", memory_type="perceptual", source_path=5))
+case("add-perceptual-file-path-meta-int",
+     lambda e: e.mm.add("a photo", memory_type="perceptual", metadata={"file_path": 5}))
 case("add-perceptual-source-surrogate",
      lambda e: e.mm.add("a photo", memory_type="perceptual", source_path="/p/\ud800.jpg"))
 
@@ -284,7 +288,7 @@ FILE_CASES = [
     "random-pdf", "header-only-pdf", "truncated-pdf", "encrypted-pdf", "pdf-as-docx",
     *[f"{v}-{ext}" for ext in ("docx", "xlsx", "pptx") for v in (
         "random", "truncated", "empty-zip", "no-main-part", "ole2-encrypted", "ratio-bomb", "lying-size-bomb",
-        "encrypted-member", "garbage-main-part")],
+        "encrypted-member", "garbage-main-part", "understated-size-bomb")],
     "members-bomb-docx", "random-xls", "ole2-junk-xls", "random-jpg", "random-wav",
     "directory", "dev-null", "dev-zero", "dev-urandom", "fifo", "symlink-to-dir", "symlink-dangling",
     "symlink-to-dev-zero", "symlink-to-fifo", "symlink-loop", "missing", "missing-parent", "oversized-sparse",
@@ -342,8 +346,9 @@ def test_pathological_markdown_indexes_quickly(env: Env, name: str) -> None:
     assert report.chunks >= 1
     chunks = env.rag.store.chunks("kb", document_id=report.document_id).values()
     assert all(len(c[4]) <= 40 * 64 + 200 for c in chunks), "a chunk far over its budget"
-    stored = sum(len(c[4]) + len(c[7]) for c in chunks)
-    assert stored <= 4 * len(PATHOLOGICAL_MARKDOWN[name]) + 10_000, f"{stored} chars stored: amplification"
+    assert all(len(c[7]) <= 6 * (MAX_TITLE_CHARS + 3) for c in chunks), "heading path unbounded"
+    stored = sum(len(c[4]) + len(c[7]) for c in chunks)  # linear in the input, never quadratic
+    assert stored <= 8 * len(PATHOLOGICAL_MARKDOWN[name]) + 10_000, f"{stored} chars stored: amplification"
     assert rag_problems(env.home, env.rag.bundle.vectors) == []
     env.rag.delete_document(report.document_id)
     assert_usable(env)
@@ -361,3 +366,13 @@ def test_store_is_consistent_after_the_corpus(env: Env) -> None:
     assert memory_problems(env.home, env.mm.bundle.vectors) == []
     assert rag_problems(env.home, env.mm.bundle.vectors) == []
     assert not math.isnan(env.mm.stats().avg_importance)
+
+
+def test_file_name_that_is_not_utf8_is_indexed_with_a_readable_path(env: Env, tmp_path: Path) -> None:
+    raw = bytes(tmp_path) + b"/caf\xe9-notes.md"  # a Latin-1 file name: undecodable as UTF-8
+    with open(raw, "wb") as f:
+        f.write(b"# Notes\n\nThe caf\xc3\xa9 opens at nine.")
+    report = env.rag.add_document(Path(raw.decode("utf-8", "surrogateescape")))
+    assert report.source_path is not None and "\ufffd" in report.source_path
+    assert env.rag.search("opens at nine").hits[0].document_id == report.document_id
+    env.rag.delete_document(report.document_id)
