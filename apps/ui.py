@@ -87,9 +87,10 @@ def _start_tab(h: Handlers, session: gr.State, user: gr.Textbox, status: gr.Mark
                                elem_id="hm-doc-pick")
             delete = gr.Button("删除文档 / Delete document", variant="stop", scale=1, elem_id="hm-doc-delete")
     shown = [session, status, table, pick]
-    enter.click(h.enter, [session, user], shown)
-    user.submit(h.enter, [session, user], shown)
-    demo.load(h.enter, [session, user], shown)
+    # One queue for the three: an Enter pressed while the page-load event runs is applied after it.
+    enter.click(h.enter, [session, user], shown, concurrency_id="enter")
+    user.submit(h.enter, [session, user], shown, concurrency_id="enter")
+    demo.load(h.enter, [session, user], shown, concurrency_id="enter")
     files.upload(h.load, [session, user, files], [status, log, table, pick, files], show_progress="full")
     delete.click(h.delete_document, [session, user, pick], [log, table, pick])
 
