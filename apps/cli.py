@@ -27,6 +27,18 @@ def mcp(
     serve(home, user, namespace, allowed_roots=allow_root)
 
 
+@app.command("app")
+def app_cmd(
+    home: Home = None,
+    host: Annotated[str, typer.Option("--host", help="bind address")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 7860,
+) -> None:
+    """Serve the document Q&A learning assistant (Gradio) on the embedded defaults."""
+    from apps.app import serve
+
+    serve(home, host, port)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -143,7 +143,7 @@ def rag_ingest(folder: Path) -> dict[str, Any]:
 
     files = sorted(folder.glob("*.md"))
     with tempfile.TemporaryDirectory() as tmp:
-        p = RAGPipeline(Settings(home=tmp), namespace="bench")
+        p = RAGPipeline(Settings(home=Path(tmp)), namespace="bench")
         p.embedder.embed(["warm up"], kind="query")
         t0 = time.perf_counter()
         chunks = sum(p.add_document(f).chunks for f in files)

@@ -58,11 +58,21 @@ def label(hit: ScoredMemory) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
+def quote(text: str) -> str:
+    """``text`` as one JSON string literal that cannot close or open a tag.
+
+    JSON quoting keeps newlines (and so fake ``system:`` lines) inside one quoted line; ``<`` and
+    ``>`` become ``\\u003c``/``\\u003e`` (still valid JSON), so stored text can never contain a
+    literal ``</memory_evidence>`` or ``<system>``.
+    """
+    return json.dumps(text, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+
+
 def render(hits: list[ScoredMemory]) -> str:
-    """Evidence block: one quoted line per memory (JSON string quoting neutralises markup)."""
+    """Evidence block: one quoted line per memory (see :func:`quote`)."""
     lines = ["<memory_evidence>", PREAMBLE]
     for n, h in enumerate(hits, 1):
-        lines.append(f"{n}. {label(h)} {json.dumps(h.item.content, ensure_ascii=False)}")
+        lines.append(f"{n}. {label(h)} {quote(h.item.content)}")
     lines.append("</memory_evidence>")
     return "\n".join(lines)
 

@@ -298,12 +298,15 @@ def purge(mm: MemoryManager, items: Sequence[MemoryItem]) -> None:
     _delete_records(mm, [it.id for it in items])
 
 
-def scrub(mm: MemoryManager) -> None:
-    """After a user-requested deletion: leave no deleted text in the SQLite files (FTS segments, WAL)."""
-    mm.bundle.records.scrub()
+def scrub(mm: MemoryManager, *, vacuum: bool = False) -> None:
+    """After a user-requested deletion: leave no deleted text in the SQLite files (FTS segments, WAL).
+
+    ``vacuum`` also rebuilds the files so that no deleted id survives as a b-tree divider key.
+    """
+    mm.bundle.records.scrub(vacuum=vacuum)
     graph_scrub = getattr(mm.bundle.graph, "scrub", None)  # embedded backends only
     if graph_scrub is not None:
-        graph_scrub()
+        graph_scrub(vacuum=vacuum)
 
 
 def _delete_records(mm: MemoryManager, ids: Sequence[str]) -> None:
@@ -367,7 +370,7 @@ def forget_user(mm: MemoryManager, user_id: str) -> dict[str, int]:
         counts[f"graph:{k}"] = v
     for k, v in mm.bundle.records.forget_user(user_id).items():
         counts[f"sqlite:{k}"] = v
-    scrub(mm)
+    scrub(mm, vacuum=True)
     return counts
 
 

@@ -380,7 +380,7 @@ class MemoryManager:
         *,
         budget_tokens: int = 800,
         floor: float | None = None,
-        position: str = "system",
+        position: str = "user",
         user_id: str | None = None,
         limit: int = 20,
     ) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from hello_memory.manager import MemoryManager
@@ -19,7 +20,8 @@ def record_qa(
 ) -> MemoryItem:
     """Store a Q&A interaction as an episodic memory with its sources in metadata."""
     sources = sorted({c.source_path or c.document_id for c in answer.citations})
-    where = "、".join(sources[:3]) if sources else "无相关文档 / no matching document"
+    names = sorted({Path(s).name for s in sources})
+    where = "、".join(names[:3]) if names else "无相关文档 / no matching document"
     content = f"关于「{answer.question}」的学习（来源: {where}）"
     meta: dict[str, Any] = {
         "event_type": "qa_interaction",

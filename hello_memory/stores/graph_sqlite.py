@@ -199,10 +199,17 @@ class SQLiteGraphStore:
         logger.info("forgot graph of user %s: %s", user_id, deleted)
         return {t: deleted[t] for t in _TABLES}
 
-    def scrub(self) -> None:
-        """Checkpoint and truncate the WAL, whose old page images still hold deleted rows."""
+    def scrub(self, *, vacuum: bool = False) -> None:
+        """Checkpoint and truncate the WAL, whose old page images still hold deleted rows.
+
+        ``vacuum=True`` first rebuilds the file, dropping deleted keys (user ids) that b-tree
+        interior pages may keep as dividers.
+        """
         with self._lock, _wrapped("scrub"):
-            self._connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn = self._connect()
+            if vacuum:
+                conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         """Close the connection and drop cached graphs; idempotent."""

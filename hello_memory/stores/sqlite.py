@@ -487,17 +487,21 @@ class SQLiteRecordStore:
                 counts[table] = conn.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,)).rowcount
         return counts
 
-    def scrub(self) -> None:
+    def scrub(self, *, vacuum: bool = False) -> None:
         """Remove deleted data from the file itself, after a deletion that must be provable.
 
         ``secure_delete`` zeroes deleted rows, but FTS5 keeps deleted tokens in its index
         segments until they merge, and the WAL keeps old page images until it is reset. This
-        merges the index (dropping deleted entries) and checkpoints and truncates the WAL.
-        Costs one pass over the lexical index (~0.1 s per 20k memories).
+        merges the index (dropping deleted entries) and checkpoints and truncates the WAL:
+        one pass over the lexical index (~0.1 s per 20k memories). Index b-tree interior pages
+        may still hold deleted *keys* (ids, user ids) as dividers; ``vacuum=True`` rebuilds the
+        whole file to drop those too (``forget_user``; one pass over the database).
         """
         with self._lock:
             try:
                 self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('optimize')")
+                if vacuum:
+                    self.conn.execute("VACUUM")
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.DatabaseError as e:
                 raise StoreError(f"SQLite scrub failed: {e}") from e

@@ -164,12 +164,13 @@ def payloads_mentioning(vectors: VectorStore, needles: Iterable[str]) -> list[st
     return found
 
 
-def files_containing(root: Path, needle: bytes) -> list[str]:
-    """Every file under ``root`` whose raw bytes contain ``needle`` (UTF-8 and UTF-16 forms)."""
-    forms = {needle, needle.decode("utf-8").encode("utf-16-le")}
-    hits = []
+def files_containing(root: Path, needles: Iterable[bytes]) -> dict[bytes, list[str]]:
+    """needle -> every file under ``root`` whose raw bytes contain it (one read per file)."""
+    wanted = list(needles)
+    hits: dict[bytes, list[str]] = {n: [] for n in wanted}
     for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
         data = path.read_bytes()
-        if any(f in data for f in forms):
-            hits.append(str(path.relative_to(root)))
+        for n in wanted:
+            if data.find(n) != -1:
+                hits[n].append(str(path.relative_to(root)))
     return hits

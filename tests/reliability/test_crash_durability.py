@@ -184,3 +184,89 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path: Path) -> 
 def test_sigkill_many_trials(tmp_path: Path) -> None:
     exp = run_trials(tmp_path, SLOW_TRIALS, SEED + 1)
     assert exp.acknowledged > 0
+
+
+# -- deterministic interruption points (regressions of bugs the random trials found) ------------------
+class Killed(BaseException):
+    """Stands for SIGKILL at one exact point: nothing after it runs, no except-Exception handler."""
+
+
+def _die(*_args: object, **_kwargs: object) -> None:
+    raise Killed
+
+
+def _open_both(home: Path) -> tuple[MemoryManager, RAGPipeline]:
+    import crash_worker
+
+    s, emb = crash_worker.settings(home), crash_worker.embedder()
+    return (MemoryManager(s, user_id="u", enable_perceptual=True, embedder=emb),
+            RAGPipeline(s, namespace="kb", embedder=emb, llm=None))
+
+
+def test_remove_interrupted_after_the_vector_delete_is_completed_on_open(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from hello_memory import indexing
+
+    mm, rag = _open_both(tmp_path)
+    keep = mm.add("Bob lives in Rome", memory_type="semantic")
+    gone = mm.add("Alice lives in Paris", memory_type="semantic")
+    monkeypatch.setattr(indexing, "_delete_records", _die)
+    with pytest.raises(Killed):
+        mm.remove(gone.id)  # vectors and graph links are gone, the rows are not
+    monkeypatch.undo()
+    rag.close()
+    mm.close()
+    mm, rag = _open_both(tmp_path)
+    try:
+        assert mm.bundle.records.pending() == []
+        assert [i.id for i in mm.get_all()] == [keep.id]  # the remove completed (was: live, no vector)
+        assert memory_problems(tmp_path, mm.bundle.vectors) == []
+    finally:
+        rag.close()
+        mm.close()
+
+
+def test_forget_user_interrupted_midway_is_completed_on_open(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    mm, rag = _open_both(tmp_path)
+    for i, t in enumerate(("working", "episodic", "semantic", "perceptual")):
+        mm.add(f"Carol lives in Oslo {i}", memory_type=t, user_id="carol", source_path="/p/c.jpg")
+    mine = mm.add("mine", memory_type="episodic")
+    monkeypatch.setattr(mm.bundle.graph, "forget_user", _die)
+    with pytest.raises(Killed):
+        mm.forget_user("carol")  # vectors deleted, graph and records not
+    monkeypatch.undo()
+    rag.close()
+    mm.close()
+    mm, rag = _open_both(tmp_path)
+    try:
+        assert mm.get_all(user_id="carol", include_deleted=True) == []  # (was: records without vectors)
+        assert set(mm.bundle.records.residue("carol").values()) == {0}
+        assert mm.bundle.graph.counts("carol") == {"entities": 0, "relations": 0, "mentions": 0}
+        assert [i.id for i in mm.get_all()] == [mine.id]
+        assert memory_problems(tmp_path, mm.bundle.vectors) == []
+    finally:
+        rag.close()
+        mm.close()
+
+
+def test_readd_of_a_document_interrupted_keeps_the_document(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag import indexer
+
+    mm, rag = _open_both(tmp_path)
+    rag.add_text("# Guide\n\nversion one of the guide", document_id="guide")
+    monkeypatch.setattr(indexer, "_write_vectors", _die)
+    with pytest.raises(Killed):
+        rag.add_text("# Guide\n\nversion two of the guide", document_id="guide")  # rows committed
+    monkeypatch.undo()
+    rag.close()
+    mm.close()
+    mm, rag = _open_both(tmp_path)
+    try:
+        assert [d.document_id for d in rag.list_documents()] == ["guide"]  # (was: dropped by recovery)
+        assert rag.search("version two of the guide").hits[0].document_id == "guide"
+        assert rag.store.pending() == [] and rag_problems(tmp_path, mm.bundle.vectors) == []
+    finally:
+        rag.close()
+        mm.close()
