@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import random
-import statistics
 import sys
 import tempfile
 import time
