@@ -42,14 +42,16 @@ def fixed_chunks(docs: Iterable[Doc], size: int = 1000) -> list[Doc]:
     for doc in docs:
         for start in range(0, len(doc.text), size):
             end = min(start + size, len(doc.text))
+            # No session id: chunks are not conversation turns, so turn-neighbour options stay inert.
+            meta = {"document_id": doc.doc_id}
             out.append(
                 Doc(
                     span_id(doc.doc_id, start, end),
                     doc.text[start:end],
                     doc.created_at,
-                    doc.doc_id,
+                    None,
                     doc.speaker,
-                    {"document_id": doc.doc_id},
+                    meta,
                 )
             )
     return out

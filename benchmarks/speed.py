@@ -26,17 +26,51 @@ from pathlib import Path
 from typing import Any
 
 SUBJECTS = ["Alice", "Bob", "张三", "李四", "the team", "我", "Caroline", "Melanie", "王老师", "the user"]
-VERBS = ["visited", "discussed", "喜欢", "学习了", "finished", "planned", "bought", "去了", "wrote about", "完成了"]
-OBJECTS = ["the Paris trip", "向量数据库", "a new guitar", "the RAG chapter", "龙井茶", "machine learning",
-           "a pottery class", "北京的会议", "the quarterly report", "Python 编程", "a charity run", "家庭聚会"]
-TAILS = ["yesterday", "last week", "上周末", "with friends", "after work", "在公司", "for the second time", ""]
+VERBS = [
+    "visited",
+    "discussed",
+    "喜欢",
+    "学习了",
+    "finished",
+    "planned",
+    "bought",
+    "去了",
+    "wrote about",
+    "完成了",
+]
+OBJECTS = [
+    "the Paris trip",
+    "向量数据库",
+    "a new guitar",
+    "the RAG chapter",
+    "龙井茶",
+    "machine learning",
+    "a pottery class",
+    "北京的会议",
+    "the quarterly report",
+    "Python 编程",
+    "a charity run",
+    "家庭聚会",
+]
+TAILS = [
+    "yesterday",
+    "last week",
+    "上周末",
+    "with friends",
+    "after work",
+    "在公司",
+    "for the second time",
+    "",
+]
 
 
 def synthetic_texts(n: int, seed: int = 7) -> list[str]:
     """Deterministic bilingual memory-like sentences."""
     rnd = random.Random(seed)
-    return [f"{rnd.choice(SUBJECTS)} {rnd.choice(VERBS)} {rnd.choice(OBJECTS)} {rnd.choice(TAILS)} #{i}".strip()
-            for i in range(n)]
+    return [
+        f"{rnd.choice(SUBJECTS)} {rnd.choice(VERBS)} {rnd.choice(OBJECTS)} {rnd.choice(TAILS)} #{i}".strip()
+        for i in range(n)
+    ]
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
@@ -93,7 +127,9 @@ def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
     def qdrant_local(home: Path) -> Any:
         from hello_memory.stores.qdrant import QdrantVectorStore
 
-        return MemoryManager(Settings(home=home), user_id="bench", vector_store=QdrantVectorStore(path=str(home / "q")))
+        return MemoryManager(
+            Settings(home=home), user_id="bench", vector_store=QdrantVectorStore(path=str(home / "q"))
+        )
 
     table = {"default": default, "tfidf": tfidf, "qdrant-local": qdrant_local}
     for name in names:
@@ -108,8 +144,15 @@ def measure(config: str, factory: Callable[[Path], Any], size: int, queries: int
         home = Path(tmp)
         mm = factory(home)
         mm.search("warm up the model", limit=1)
-        items = [{"content": t, "memory_type": "episodic", "session_id": f"s{i % 50}",
-                  "created_at": now - timedelta(hours=i % 5000)} for i, t in enumerate(texts)]
+        items = [
+            {
+                "content": t,
+                "memory_type": "episodic",
+                "session_id": f"s{i % 50}",
+                "created_at": now - timedelta(hours=i % 5000),
+            }
+            for i, t in enumerate(texts)
+        ]
         t0 = time.perf_counter()
         for start in range(0, size, 1000):
             mm.add_many(items[start : start + 1000])
@@ -126,13 +169,26 @@ def measure(config: str, factory: Callable[[Path], Any], size: int, queries: int
             mm.search(q, limit=10, memory_types=["episodic"])
             plain.append(time.perf_counter() - t)
             t = time.perf_counter()
-            mm.search(q, limit=10, memory_types=["episodic"], session_id=f"s{i % 50}",
-                      time_range=(now - timedelta(days=90), None))
+            mm.search(
+                q,
+                limit=10,
+                memory_types=["episodic"],
+                session_id=f"s{i % 50}",
+                time_range=(now - timedelta(days=90), None),
+            )
             filtered.append(time.perf_counter() - t)
         disk = dir_mb(home)
         mm.close()
-    return SizeResult(config, size, round(add_rate, 1), percentiles(singles), percentiles(plain),
-                      percentiles(filtered), round(disk, 1), round(rss_mb(), 1))
+    return SizeResult(
+        config,
+        size,
+        round(add_rate, 1),
+        percentiles(singles),
+        percentiles(plain),
+        percentiles(filtered),
+        round(disk, 1),
+        round(rss_mb(), 1),
+    )
 
 
 def rag_ingest(folder: Path) -> dict[str, Any]:
@@ -148,36 +204,58 @@ def rag_ingest(folder: Path) -> dict[str, Any]:
         chunks = sum(p.add_document(f).chunks for f in files)
         elapsed = time.perf_counter() - t0
         lat = []
-        for q in ["什么是注意力机制", "LoRA 微调的原理", "如何预训练一个大模型", "Transformer 的位置编码"] * 25:
+        for q in [
+            "什么是注意力机制",
+            "LoRA 微调的原理",
+            "如何预训练一个大模型",
+            "Transformer 的位置编码",
+        ] * 25:
             t = time.perf_counter()
             p.search(q, limit=5)
             lat.append(time.perf_counter() - t)
         p.close()
     kb = sum(f.stat().st_size for f in files) / 1024
-    return {"files": len(files), "kb": round(kb), "chunks": chunks, "seconds": round(elapsed, 1),
-            "search_ms": percentiles(lat)}
+    return {
+        "files": len(files),
+        "kb": round(kb),
+        "chunks": chunks,
+        "seconds": round(elapsed, 1),
+        "search_ms": percentiles(lat),
+    }
 
 
 def machine() -> dict[str, Any]:
     """Where the numbers came from."""
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
-            "load_avg": os.getloadavg(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_avg": os.getloadavg(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def to_markdown(report: SpeedReport) -> str:
     """A table of the results, with ratios against the first configuration at each size."""
-    lines = ["| config | size | add_many /s | add p95 ms | search p50 / p95 ms | filtered p95 ms | disk MB | "
-             "peak RSS MB | search p95 vs default |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| config | size | add_many /s | add p95 ms | search p50 / p95 ms | filtered p95 ms | disk MB | "
+        "peak RSS MB | search p95 vs default |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     base = {r.size: r for r in report.results if r.config == report.results[0].config}
     for r in report.results:
         ratio = r.search_ms["p95"] / base[r.size].search_ms["p95"] if r.size in base else float("nan")
-        lines.append(f"| {r.config} | {r.size} | {r.add_many_per_s} | {r.add_single_ms['p95']} | "
-                     f"{r.search_ms['p50']} / {r.search_ms['p95']} | {r.search_filtered_ms['p95']} | {r.disk_mb} | "
-                     f"{r.rss_mb} | {ratio:.2f}× |")
+        lines.append(
+            f"| {r.config} | {r.size} | {r.add_many_per_s} | {r.add_single_ms['p95']} | "
+            f"{r.search_ms['p50']} / {r.search_ms['p95']} | {r.search_filtered_ms['p95']} | {r.disk_mb} | "
+            f"{r.rss_mb} | {ratio:.2f}× |"
+        )
     if report.rag_ingest:
         g = report.rag_ingest
-        lines.append(f"\nRAG ingest: {g['files']} files, {g['kb']} KB, {g['chunks']} chunks in {g['seconds']} s; "
-                     f"search p50 {g['search_ms']['p50']} ms, p95 {g['search_ms']['p95']} ms")
+        lines.append(
+            f"\nRAG ingest: {g['files']} files, {g['kb']} KB, {g['chunks']} chunks in {g['seconds']} s; "
+            f"search p50 {g['search_ms']['p50']} ms, p95 {g['search_ms']['p95']} ms"
+        )
     return "\n".join(lines)
 
 

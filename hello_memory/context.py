@@ -61,11 +61,11 @@ def label(hit: ScoredMemory) -> str:
 def quote(text: str) -> str:
     """``text`` as one JSON string literal that cannot close or open a tag.
 
-    JSON quoting keeps newlines (and so fake ``system:`` lines) inside one quoted line; ``<`` and
-    ``>`` become ``\\u003c``/``\\u003e`` (still valid JSON), so stored text can never contain a
-    literal ``</memory_evidence>`` or ``<system>``.
+    JSON quoting keeps newlines (and so fake ``system:`` lines) inside one quoted line; ``<``
+    becomes ``\\u003c`` (still valid JSON), so stored text can never contain a literal tag such as
+    ``</memory_evidence>`` or ``<system>`` (``>`` alone opens nothing and stays readable).
     """
-    return json.dumps(text, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    return json.dumps(text, ensure_ascii=False).replace("<", "\\u003c")
 
 
 def render(hits: list[ScoredMemory]) -> str:

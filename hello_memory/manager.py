@@ -210,9 +210,11 @@ class MemoryManager:
     ) -> list[MemoryItem]:
         """The user's memories, newest first."""
         uid = self._user(user_id)
-        types = [check_memory_type(memory_type, self.enabled).value] if memory_type is not None else [
-            t.value for t in self.enabled
-        ]
+        types = (
+            [check_memory_type(memory_type, self.enabled).value]
+            if memory_type is not None
+            else [t.value for t in self.enabled]
+        )
         lifecycle.expire_working(self, uid)
         return self.bundle.records.list_items(
             uid,

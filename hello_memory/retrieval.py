@@ -128,8 +128,9 @@ def _vector_tiers(
             time_range=window,
         )
     )
-    graph = semantic.graph_scores(mm, user_id, query) if MemoryType.SEMANTIC in types else {}
-    items = mm.bundle.records.fetch(list(set(dense) | set(lexical) | set(graph)), user_id)
+    hops = semantic.entity_hops(mm, user_id, query) if MemoryType.SEMANTIC in types else {}
+    via_graph = semantic.graph_candidates(mm, user_id, hops) if hops else []
+    items = mm.bundle.records.fetch(list(set(dense) | set(lexical) | set(via_graph)), user_id)
     items = {k: v for k, v in items.items() if v.memory_type in types and _in_scope(v, session_id, window)}
     _fill_dense(mm, qvec, items, dense)
     rel = fuse(
@@ -141,7 +142,7 @@ def _vector_tiers(
     )
     now = mm._now()
     return [
-        _score(item, rel.get(mid, Relevance(0.0, 0.0, 0.0)), graph.get(mid, 0.0), now)
+        _score(item, rel.get(mid, Relevance(0.0, 0.0, 0.0)), semantic.graph_relevance_of(item, hops), now)
         for mid, item in items.items()
     ]
 

@@ -94,25 +94,32 @@ def record_facts(mm: MemoryManager, conn: sqlite3.Connection, item: MemoryItem, 
         records.add_fact(conn, item.user_id, item.id, s, rel, o)
 
 
-def graph_scores(
-    mm: MemoryManager, user_id: str, query: str, *, max_hops: int = 2, max_memories: int = 100
-) -> dict[str, float]:
-    """memory id → graph relevance through entities linked to the query's entities.
-
-    Start entities are the names the extractor finds in the query (rules, no LLM call per search).
-    At most ``max_memories`` memories are returned, closest first, so a hub entity ("user", a
-    chat speaker) cannot flood the candidate set.
-    """
+def entity_hops(mm: MemoryManager, user_id: str, query: str, *, max_hops: int = 2) -> dict[str, int]:
+    """entity id → hops from the entities the query names (rules, no LLM call per search)."""
     names, _ = _extract(mm, query, allow_llm=False)
     graph = mm.bundle.graph
     start = [eid for eid, _ in graph.find_entities(user_id, sorted({n for n, _ in names}))]
     if not start:
         return {}
-    hops = {n.entity_id: n.hops for n in graph.neighbours(user_id, start, max_hops=max_hops)}
-    out: dict[str, float] = {}
-    for memory_id, entity_ids in graph.memories_mentioning(user_id, list(hops)).items():
-        out[memory_id] = max(graph_relevance(hops[e]) for e in entity_ids)
-    if len(out) > max_memories:
-        keep = sorted(out, key=lambda m: (-out[m], m))[:max_memories]
-        out = {m: out[m] for m in keep}
-    return out
+    return {n.entity_id: n.hops for n in graph.neighbours(user_id, start, max_hops=max_hops)}
+
+
+def graph_candidates(mm: MemoryManager, user_id: str, hops: dict[str, int], *, limit: int = 50) -> list[str]:
+    """Memories that mention a query entity directly (hop 0), at most ``limit``.
+
+    The first-person hub entity ("user") is skipped: every "I ..." fact mentions it, so it would
+    flood the candidates without telling them apart.
+    """
+    from hello_memory.extraction import entity_id
+
+    hub = entity_id(user_id, "user")
+    direct = [e for e, h in hops.items() if h == 0 and e != hub]
+    if not direct:
+        return []
+    return sorted(mm.bundle.graph.memories_mentioning(user_id, direct))[:limit]
+
+
+def graph_relevance_of(item: MemoryItem, hops: dict[str, int]) -> float:
+    """Graph relevance of a memory: through its closest entity to the query's entities (0 if none)."""
+    reached = [hops[e.id] for e in item.entities if e.id in hops]
+    return graph_relevance(min(reached)) if reached else 0.0

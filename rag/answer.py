@@ -69,7 +69,7 @@ def render_sources(citations: list[Citation]) -> str:
     """Numbered sources for the prompt: ``[n] "where" "text"``, both JSON-quoted (see ``quote``).
 
     A document can then neither end the sources block nor fake a source number, a question or a
-    role line: its newlines stay escaped inside one quoted string and ``<``/``>`` are escaped.
+    role line: its newlines stay escaped inside one quoted string and ``<`` is escaped.
     """
     lines = ["<sources>", SOURCES_PREAMBLE]
     for c in citations:

@@ -128,9 +128,7 @@ def ingest(
     )
 
 
-def _write_vectors(
-    p: RAGPipeline, document_id: str, chunks: list[Chunk], vectors: np.ndarray
-) -> None:
+def _write_vectors(p: RAGPipeline, document_id: str, chunks: list[Chunk], vectors: np.ndarray) -> None:
     from rag.pipeline import COLLECTION, chunk_id
 
     vs = p.bundle.vectors
@@ -153,7 +151,13 @@ def _payload(namespace: str, document_id: str, start: int, end: int, language: s
     SQLite is the source of truth for the text; keeping it out of the vector index means a
     deleted document's words cannot linger in vector segments or their write-ahead log.
     """
-    return {"namespace": namespace, "document_id": document_id, "start": start, "end": end, "language": language}
+    return {
+        "namespace": namespace,
+        "document_id": document_id,
+        "start": start,
+        "end": end,
+        "language": language,
+    }
 
 
 def delete(p: RAGPipeline, document_id: str) -> int:

@@ -41,6 +41,8 @@ class Query:
         gold_sessions: coarser session-level gold (LongMemEval ``answer_session_ids``); empty when
             the dataset has none.
         created_at: when the question is asked (LongMemEval ``question_date``), if known.
+        turns: for a query that is a dialogue (MADial), its ``(speaker, text)`` turns in order;
+            ``text`` is then their plain join. Systems may use the structure (e.g. user turns only).
     """
 
     qid: str
@@ -50,6 +52,7 @@ class Query:
     category: str | None = None
     created_at: datetime | None = None
     gold_sessions: frozenset[str] = frozenset()
+    turns: tuple[tuple[str, str], ...] = ()
 
 
 class Match(str, Enum):

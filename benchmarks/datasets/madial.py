@@ -3,7 +3,9 @@
 Memory bank: ``MADial-Bench-{lang}-memory.json``, one JSON object per line, ``{id: {time, scene,
 emotion, event, user-id}}``; a memory's text is its ``event``. Queries:
 ``MADial-Bench-{lang}-dialogue-dev.json``, one dialogue per line; the query is
-``"".join(dialogue[:test_turn[0]])`` without the ``<BOD>`` marker, the gold is ``relevant-id``.
+``"".join(dialogue[:test_turn[0]])`` without the ``<BOD>`` marker (as the benchmark's own
+script builds it; ``Query.turns`` keeps the parsed ``(speaker, text)`` turns), the gold is
+``relevant-id``. The memory's ``scene`` and ``emotion`` are kept in ``Doc.metadata``.
 
 Corpus choice: ONE CORPUS PER USER. The benchmark's own recall script
 (``embedding_top_20_new.py`` in hejunqing/MADial-Bench) ranks only the memories of the dialogue's
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -58,11 +61,30 @@ def load_memories(path: Path) -> dict[str, list[Doc]]:
     return corpora
 
 
+# A dialogue line is `<Speaker>:"text"` (zh) or `<Speaker>: "text"` (en); a few lines lack the
+# speaker tag or the quotes, so both are optional.
+_TURN = re.compile(r'^\s*(?:<(?P<speaker>[^>]+)>:)?\s*"?(?P<text>.*?)"?\s*$', re.S)
+
+
+def parse_turn(line: str) -> tuple[str, str]:
+    """``(speaker, text)`` of one dialogue line; the speaker is ``""`` when untagged.
+
+    Example:
+        >>> parse_turn('<Bart>: "Hi there!"\\n')
+        ('Bart', 'Hi there!')
+    """
+    m = _TURN.match(line)
+    if m is None:  # pragma: no cover - the pattern matches any string
+        return "", line.strip()
+    return m.group("speaker") or "", m.group("text").strip()
+
+
 def dialogue_query(item: dict[str, Any], qid: str) -> Query:
     """The query for one dialogue: its turns before the first test turn."""
-    turns = [t for t in item["dialogue"][: int(item["test-turn"][0])] if t.strip() != "<BOD>"]
+    lines = [t for t in item["dialogue"][: int(item["test-turn"][0])] if t.strip() != "<BOD>"]
     gold = frozenset(str(r) for r in item["relevant-id"])
-    return Query(qid, "".join(turns).strip(), str(item["user-id"]), gold)
+    turns = tuple(parse_turn(line) for line in lines)
+    return Query(qid, "".join(lines).strip(), str(item["user-id"]), gold, turns=turns)
 
 
 def load(path: Path, lang: str = "zh") -> RetrievalTask:

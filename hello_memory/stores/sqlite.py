@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from hello_memory.errors import CorruptStoreError, StoreError
-from hello_memory.models import HistoryEntry, MemoryItem
+from hello_memory.models import Entity, HistoryEntry, MemoryItem, MemoryType, Modality, Relation
 
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+COMMON_TERM_DOCS = 2000
+MAX_QUERY_TERMS = 16  # the rarest ones; a pasted paragraph must not become a 300-term OR query
 _COLUMNS = (
     "id",
     "user_id",
@@ -70,6 +72,8 @@ CREATE INDEX IF NOT EXISTS ix_mem_user_type ON memories(user_id, memory_type, de
 CREATE INDEX IF NOT EXISTS ix_mem_user_session ON memories(user_id, session_id);
 CREATE INDEX IF NOT EXISTS ix_mem_user_created ON memories(user_id, created_at);
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(scope, tokens, tokenize='unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'col');
+CREATE INDEX IF NOT EXISTS ix_mem_user_type_created ON memories(user_id, memory_type, created_at);
 CREATE TABLE IF NOT EXISTS history (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL, user_id TEXT NOT NULL,
     event TEXT NOT NULL, old TEXT, new TEXT, at REAL NOT NULL, actor TEXT NOT NULL
@@ -214,14 +218,27 @@ class SQLiteRecordStore:
 
     @staticmethod
     def from_row(row: Sequence[Any]) -> MemoryItem:
-        """Rebuild a :class:`MemoryItem` from a row in ``_COLUMNS`` order."""
-        fields = json.loads(row[13])
-        return MemoryItem(
+        """Rebuild a :class:`MemoryItem` from a row in ``_COLUMNS`` order.
+
+        Rows were validated when written, so the model is constructed without re-validation
+        (search reads ~100 rows per query; validating them again cost more than the search).
+        """
+        fields = {k: v for k, v in json.loads(row[13]).items() if v is not None}
+        if "entities" in fields:
+            fields["entities"] = [Entity.model_construct(**e) for e in fields["entities"]]
+        if "relations" in fields:
+            fields["relations"] = [Relation.model_construct(**r) for r in fields["relations"]]
+        for key in ("valid_from", "valid_to"):
+            if key in fields:
+                fields[key] = datetime.fromisoformat(fields[key].replace("Z", "+00:00"))
+        if "modality" in fields:
+            fields["modality"] = Modality(fields["modality"])
+        return MemoryItem.model_construct(
             id=row[0],
             user_id=row[1],
             agent_id=row[2],
             session_id=row[3],
-            memory_type=row[4],
+            memory_type=MemoryType(row[4]),
             content=row[5],
             importance=row[6],
             created_at=_dt_req(row[7]),
@@ -230,7 +247,7 @@ class SQLiteRecordStore:
             access_count=row[10],
             deleted_at=_dt(row[11]),
             metadata=json.loads(row[12]),
-            **{k: v for k, v in fields.items() if v is not None},
+            **fields,
         )
 
     # -- writes (call inside transaction()) --------------------------------------------------
@@ -380,7 +397,10 @@ class SQLiteRecordStore:
     ) -> list[MemoryItem]:
         """A user's memories, filtered (``deleted=None`` returns live and deleted)."""
         where, params = self._where(user_id, types, deleted, session_id, time_range)
-        sql = f"SELECT {','.join(_COLUMNS)} FROM memories WHERE {where} ORDER BY {order}"
+        # Without statistics SQLite picks (user_id, created_at) to satisfy the ORDER BY and scans
+        # every memory of the user; with a tier filter the (user_id, memory_type, ...) index wins.
+        index = " INDEXED BY ix_mem_user_type_created" if types else ""
+        sql = f"SELECT {','.join(_COLUMNS)} FROM memories{index} WHERE {where} ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [self.from_row(r) for r in self._query(sql, params)]
@@ -426,7 +446,7 @@ class SQLiteRecordStore:
         time_range: tuple[float | None, float | None] | None = None,
     ) -> dict[str, float]:
         """BM25 (higher is better) of the user's live memories matching any of ``tokens``."""
-        terms = list(dict.fromkeys(fts_tokens(tokens)))
+        terms = self._selective_terms(list(dict.fromkeys(fts_tokens(tokens))))
         if not terms:
             return {}
         match = f'scope:"{scope_token(user_id)}" AND tokens:(' + " OR ".join(f'"{t}"' for t in terms) + ")"
@@ -438,6 +458,22 @@ class SQLiteRecordStore:
         )
         rows = self._query(sql, [match, *params, int(limit)])
         return {r[0]: -float(r[1]) for r in rows}
+
+    def _selective_terms(self, terms: list[str]) -> list[str]:
+        """Drop terms found in more than ``COMMON_TERM_DOCS`` memories when rarer ones remain.
+
+        BM25 gives such terms almost no weight, but ranking every memory they match dominates
+        the query time at 100k memories (a term in half of them costs tens of milliseconds).
+        """
+        if len(terms) < 2:
+            return terms
+        rows = self._query(
+            f"SELECT term, doc FROM memories_vocab WHERE col='tokens' AND term IN ({','.join('?' * len(terms))})",
+            terms,
+        )
+        df = {r[0]: r[1] for r in rows}
+        kept = sorted((t for t in terms if df.get(t, 0) <= COMMON_TERM_DOCS), key=lambda t: df.get(t, 0))
+        return kept[:MAX_QUERY_TERMS] or [min(terms, key=lambda t: df.get(t, 0))]
 
     def history(self, memory_id: str, user_id: str) -> list[HistoryEntry]:
         """Every recorded change of one of the user's memories, oldest first."""

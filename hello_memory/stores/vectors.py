@@ -32,9 +32,10 @@ KEYWORD_INDEX_KEYS = ("user_id", "memory_type", "session_id", "namespace", "docu
 FLOAT_INDEX_KEYS = ("created_ts",)
 
 # Collection names become directory names (edge) and collection-name suffixes (server).
-_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-# Filter keys are top-level payload fields; '.' and '[' would be read as paths by Qdrant.
-_FILTER_KEY = re.compile(r"^[^.\[\]]+$")
+_COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")
+# Filter keys are top-level payload fields: word characters and '-' only. '.' and '[' would be read
+# as paths by Qdrant, and its JSON-path parser rejects spaces and punctuation such as ':' outright.
+_FILTER_KEY = re.compile(r"^[\w-]+\Z")  # \Z: "$" would also match before a trailing newline
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 

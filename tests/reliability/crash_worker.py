@@ -21,7 +21,8 @@ USER, OTHER = "crash-user", "crash-other"
 TYPES = ("working", "episodic", "semantic", "perceptual")
 _PEOPLE = ("Alice", "Bob", "Carol", "Dmitri", "Eve")
 _PLACES = ("Paris", "Berlin", "Tokyo", "Lima", "Oslo")
-_WORDS = "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega 记忆 检索 向量 数据库".split()
+_WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa", "lambda", "sigma", "omega",
+          "记忆", "检索", "向量", "数据库"]
 
 lexical_tokens("预热 warm up")  # load jieba's dictionary once, in the fork server
 

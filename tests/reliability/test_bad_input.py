@@ -69,10 +69,10 @@ def snapshot(env: Env) -> dict[str, int]:
 
 
 def assert_usable(env: Env) -> None:
-    """A normal add + search + remove and a RAG search still work."""
-    item = env.mm.add("usable after bad input: green tea", memory_type="episodic")
-    assert env.mm.search("usable after bad input: green tea")[0].item.id == item.id
-    env.mm.remove(item.id)
+    """A normal add + search and a RAG search still work (each case adds one memory; that is fine)."""
+    text = f"usable after bad input {len(env.mm.get_all(limit=10**6))}: green tea"
+    item = env.mm.add(text, memory_type="episodic")
+    assert env.mm.search(text)[0].item.id == item.id
     assert env.rag.search("reset the password").hits[0].document_id == "guide"
 
 
@@ -253,7 +253,8 @@ for _k, _kw in {
     "text-empty": {"text": ""}, "text-none": {"text": None}, "text-int": {"text": 5},
     "text-bytes": {"text": b"# doc"}, "text-surrogate": {"text": "# T\n\n\ud800"}, "text-nul": {"text": "a\x00b"},
     "doc-id-empty": {"document_id": ""}, "doc-id-int": {"document_id": 5}, "doc-id-long": {"document_id": "d" * 300},
-    "doc-id-newline": {"document_id": "a\nb"}, "chunk-zero": {"chunk_tokens": 0}, "chunk-negative": {"chunk_tokens": -1},
+    "doc-id-newline": {"document_id": "a\nb"}, "chunk-zero": {"chunk_tokens": 0},
+    "chunk-negative": {"chunk_tokens": -1},
     "chunk-string": {"chunk_tokens": "400"}, "chunk-float": {"chunk_tokens": 1.5}, "chunk-bool": {"chunk_tokens": True},
     "overlap-negative": {"overlap_tokens": -1}, "overlap-too-big": {"chunk_tokens": 10, "overlap_tokens": 10},
     "metadata-nan": {"metadata": {"x": NAN}}, "metadata-string": {"metadata": "m"},

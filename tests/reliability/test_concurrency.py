@@ -40,9 +40,10 @@ class Model:
     ops: int = 0
 
 
-def _worker(mm: MemoryManager, model: Model, rng: random.Random, stop: float, errors: list[str]) -> None:
+def _worker(mm: MemoryManager, model: Model, rng: random.Random, stop: float, errors: list[str],
+            max_ops: int = OPS_PER_THREAD) -> None:
     try:
-        while model.ops < OPS_PER_THREAD and time.monotonic() < stop:
+        while model.ops < max_ops and time.monotonic() < stop:
             model.ops += 1
             _op(mm, model, rng, f"{mm.user_id} op{model.ops}")
     except Exception as e:  # every exception fails the test, with its thread and step
@@ -104,16 +105,19 @@ def _check_end_state(home: Path, mm: MemoryManager, models: dict[str, Model]) ->
     assert live_all == sum(len(m.live) for m in models.values())
 
 
-def test_eight_threads_mixed_operations(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("max_ops", "seconds"), [(OPS_PER_THREAD, DEADLINE_S),
+                                                  pytest.param(1500, 120.0, marks=[pytest.mark.slow, pytest.mark.timeout(900)])],
+                         ids=["default", "long"])
+def test_eight_threads_mixed_operations(tmp_path: Path, max_ops: int, seconds: float) -> None:
     home, emb = tmp_path / "data", DeterministicFakeEmbedder(dimension=32)
     managers = [MemoryManager(_settings(home), user_id=f"user{i}", enable_perceptual=True, embedder=emb)
                 for i in range(THREADS)]  # one façade per thread, sharing one StoreBundle
     assert len({id(m.bundle) for m in managers}) == 1
     models = {m.user_id: Model() for m in managers}
     errors: list[str] = []
-    stop = time.monotonic() + DEADLINE_S
+    stop = time.monotonic() + seconds
     threads = [
-        threading.Thread(target=_worker, args=(m, models[m.user_id], random.Random(SEED + i), stop, errors))
+        threading.Thread(target=_worker, args=(m, models[m.user_id], random.Random(SEED + i), stop, errors, max_ops))
         for i, m in enumerate(managers)
     ]
     for t in threads:

@@ -292,7 +292,7 @@ class RagIsolation(RuleBasedStateMachine):
         assert rag_problems(self.pipes[0].bundle.home, vectors) == []
 
 
-FAST = settings(max_examples=8, stateful_step_count=20, deadline=None, derandomize=True, database=None,
+FAST = settings(max_examples=15, stateful_step_count=30, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
 SLOW = settings(max_examples=60, stateful_step_count=50, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
@@ -300,7 +300,7 @@ SLOW = settings(max_examples=60, stateful_step_count=50, deadline=None, database
 TestMemoryIsolation = MemoryIsolation.TestCase
 TestMemoryIsolation.settings = FAST
 TestRagIsolation = RagIsolation.TestCase
-TestRagIsolation.settings = settings(FAST, max_examples=6, stateful_step_count=15)
+TestRagIsolation.settings = settings(FAST, max_examples=10, stateful_step_count=20)
 
 
 class SlowMemoryIsolation(MemoryIsolation):
@@ -313,5 +313,5 @@ class SlowRagIsolation(RagIsolation):
 
 SlowMemoryIsolation.TestCase.settings = SLOW
 SlowRagIsolation.TestCase.settings = SLOW
-TestMemoryIsolationSlow = pytest.mark.slow(SlowMemoryIsolation.TestCase)
-TestRagIsolationSlow = pytest.mark.slow(SlowRagIsolation.TestCase)
+TestMemoryIsolationSlow = pytest.mark.timeout(1800)(pytest.mark.slow(SlowMemoryIsolation.TestCase))
+TestRagIsolationSlow = pytest.mark.timeout(1800)(pytest.mark.slow(SlowRagIsolation.TestCase))
