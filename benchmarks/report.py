@@ -156,6 +156,7 @@ def plot_recall(task: RetrievalTask, runs: Sequence[SystemRun], out: Path) -> bo
         ks = sorted(int(key.split("@")[1]) for key in overall if key.startswith(f"{metric}@"))
         ax.plot(ks, [overall[f"{metric}@{k}"] for k in ks], marker="o", label=run.spec)
     ax.set(xlabel="k", ylabel=f"{metric}@k", title=f"{task.name}: {metric}@k", ylim=(0, 1))
+    ax.set_xticks(sorted({int(key.split("@")[1]) for run in runs for key in run.reports[0].overall if "@" in key}))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -53,7 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
 def run_systems(
     specs: Sequence[str], task: RetrievalTask, *, depth: int, context: SystemContext
 ) -> tuple[list[SystemRun], dict[str, str]]:
-    """Run each system in turn (closing it afterwards); unavailable ones are skipped with a reason."""
+    """Run each system in turn (closing it afterwards).
+
+    A system that is unavailable, or that fails while indexing or searching, is reported under
+    ``skipped`` with the reason, so one broken adapter does not lose the other systems' numbers.
+    """
     runs: list[SystemRun] = []
     skipped: dict[str, str] = {}
     for spec in specs:
@@ -65,6 +69,9 @@ def run_systems(
             continue
         try:
             runs.append(run_system(spec, system, task, depth=depth))
+        except Exception as e:  # report it and keep the other systems. results
+            logger.exception("%s failed", spec)
+            skipped[spec] = f"failed: {type(e).__name__}: {e}"
         finally:
             system.close()
     return runs, skipped

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hello_memory import lifecycle, semantic
 from hello_memory.errors import InvalidInputError
-from hello_memory.models import MemoryItem, MemoryType, ScoredMemory
+from hello_memory.models import MemoryType, ScoredMemory
 from hello_memory.relevance import Relevance, dense_floor, fuse
-from hello_memory.scoring import episodic_score, perceptual_score, semantic_score
+from hello_memory.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
 from hello_memory.stores.base import Filter, Range
+from hello_memory.stores.sqlite import ScoreRow
 from hello_memory.text import lexical_tokens
 from hello_memory.tiers.working import score_working
 from hello_memory.validation import (
@@ -81,13 +82,33 @@ def search(
     vector_types = [
         t for t in types if t in (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL)
     ]
+    light: list[_Light] = []
     if vector_types:
-        hits += _vector_tiers(mm, query, user_id, vector_types, limit, session_id, window)
-    hits = [h for h in hits if h.item.importance >= min_importance and h.score >= floor]
-    hits.sort(key=lambda h: (-h.score, h.item.id))
-    hits = hits[:limit]
-    mm.bundle.records.touch([h.item.id for h in hits], mm._now())
-    return hits
+        light = _vector_tiers(mm, query, user_id, vector_types, limit, session_id, window)
+    ranked: list[tuple[float, str, ScoredMemory | _Light]] = [
+        (h.score, h.item.id, h) for h in hits if h.item.importance >= min_importance and h.score >= floor
+    ]
+    ranked += [(h.score, h.row.id, h) for h in light if h.row.importance >= min_importance and h.score >= floor]
+    ranked.sort(key=lambda r: (-r[0], r[1]))
+    ranked = ranked[:limit]
+    full = mm.bundle.records.fetch([r[1] for r in ranked if isinstance(r[2], _Light)], user_id)
+    out = []
+    for _, mid, h in ranked:  # build whole items only for the hits returned
+        if isinstance(h, ScoredMemory):
+            out.append(h)
+        elif mid in full:
+            out.append(ScoredMemory(item=full[mid], score=h.score, breakdown=h.breakdown))
+    mm.bundle.records.touch([h.item.id for h in out], mm._now())
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Light:
+    """A scored candidate before its whole record is read."""
+
+    row: ScoreRow
+    score: float
+    breakdown: dict[str, float]
 
 
 def _working(
@@ -108,7 +129,7 @@ def _vector_tiers(
     limit: int,
     session_id: str | None,
     window: tuple[float | None, float | None] | None,
-) -> list[ScoredMemory]:
+) -> list[_Light]:
     n = max(limit * mm.settings.candidate_multiplier, MIN_CANDIDATES)
     qvec = mm.embedder.embed([query], kind="query")[0]
     dense: dict[str, float] = {}
@@ -130,21 +151,23 @@ def _vector_tiers(
     )
     hops = semantic.entity_hops(mm, user_id, query) if MemoryType.SEMANTIC in types else {}
     via_graph = semantic.graph_candidates(mm, user_id, hops) if hops else []
-    items = mm.bundle.records.fetch(list(set(dense) | set(lexical) | set(via_graph)), user_id)
-    items = {k: v for k, v in items.items() if v.memory_type in types and _in_scope(v, session_id, window)}
-    _fill_dense(mm, qvec, items, dense)
+    rows = mm.bundle.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)
+    rows = {k: r for k, r in rows.items() if r.memory_type in types and _in_scope(r, session_id, window)}
+    _fill_dense(mm, qvec, rows, dense)
     rel = fuse(
-        {k: dense[k] for k in items if k in dense},
-        {k: lexical[k] for k in items if k in lexical},
+        {k: dense[k] for k in rows if k in dense},
+        {k: lexical[k] for k in rows if k in lexical},
         method=mm.settings.fusion,
         dense_weight=mm.settings.dense_weight,
         floor=dense_floor(mm.embedder.name),
     )
-    now = mm._now()
-    return [
-        _score(item, rel.get(mid, Relevance(0.0, 0.0, 0.0)), semantic.graph_relevance_of(item, hops), now)
-        for mid, item in items.items()
-    ]
+    now = mm._now().timestamp()
+    return [_score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now) for mid, r in rows.items()]
+
+
+def _graph(row: ScoreRow, hops: dict[str, int]) -> float:
+    reached = [hops[e] for e in row.entity_ids if e in hops]
+    return graph_relevance(min(reached)) if reached else 0.0
 
 
 def _collections(mm: MemoryManager, types: Sequence[MemoryType]) -> list[tuple[str, list[MemoryType]]]:
@@ -166,41 +189,41 @@ def _filter(user_id: str, types: list[MemoryType], session_id: str | None, windo
     return Filter(equals=equals, ranges=ranges)
 
 
-def _in_scope(item: MemoryItem, session_id: str | None, window: Any) -> bool:
-    if session_id is not None and item.session_id != session_id:
+def _in_scope(row: ScoreRow, session_id: str | None, window: Any) -> bool:
+    if session_id is not None and row.session_id != session_id:
         return False
     if window is None:
         return True
-    ts = item.created_at.timestamp()
+    ts = row.created_ts
     return (window[0] is None or ts >= window[0]) and (window[1] is None or ts <= window[1])
 
 
-def _fill_dense(
-    mm: MemoryManager, qvec: np.ndarray, items: dict[str, MemoryItem], dense: dict[str, float]
-) -> None:
-    """Exact cosine for candidates found only lexically or through the graph."""
-    from hello_memory.indexing import collection_for
+def _collection(row: ScoreRow) -> str:
+    if row.memory_type == MemoryType.PERCEPTUAL:
+        return f"perceptual_{row.modality or 'other'}"
+    return "memories"
 
+
+def _fill_dense(mm: MemoryManager, qvec: np.ndarray, rows: dict[str, ScoreRow], dense: dict[str, float]) -> None:
+    """Exact cosine for candidates found only lexically or through the graph."""
     missing: dict[str, list[str]] = {}
-    for mid, item in items.items():
+    for mid, row in rows.items():
         if mid not in dense:
-            missing.setdefault(collection_for(item), []).append(mid)
+            missing.setdefault(_collection(row), []).append(mid)
     for collection, ids in missing.items():
         for point in mm.bundle.vectors.get(collection, ids, with_vectors=True):
             dense[point.id] = float(np.dot(point.vector, qvec))
 
 
-def _score(item: MemoryItem, rel: Relevance, graph: float, now: datetime) -> ScoredMemory:
-    age_h = (now - item.created_at).total_seconds() / 3600.0
-    if item.memory_type == MemoryType.SEMANTIC:
-        score, terms = semantic_score(rel.sim, graph, item.importance)
-        if item.valid_to is not None:
+def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float) -> _Light:
+    age_h = (now_ts - row.created_ts) / 3600.0
+    if row.memory_type == MemoryType.SEMANTIC:
+        score, terms = semantic_score(rel.sim, graph, row.importance)
+        if row.valid_to_ts is not None:
             score *= semantic.SUPERSEDED_FACTOR
             terms["superseded"] = 1.0
-    elif item.memory_type == MemoryType.PERCEPTUAL:
-        score, terms = perceptual_score(rel.sim, age_h, item.importance)
+    elif row.memory_type == MemoryType.PERCEPTUAL:
+        score, terms = perceptual_score(rel.sim, age_h, row.importance)
     else:
-        score, terms = episodic_score(rel.sim, age_h, item.importance)
-    return ScoredMemory(
-        item=item, score=score, breakdown={"dense": rel.dense, "lexical": rel.lexical, **terms}
-    )
+        score, terms = episodic_score(rel.sim, age_h, row.importance)
+    return _Light(row, score, {"dense": rel.dense, "lexical": rel.lexical, **terms})

@@ -1,15 +1,9 @@
 """hello-memory on document tasks (docs_qa) through ``rag.RAGPipeline``.
 
-TODO(rag): ``rag.RAGPipeline`` is being written; this adapter is written against the API agreed
-for it and has NOT run yet. Expected API (check the attribute names once it lands):
-
-    p = RAGPipeline(Settings(home=tmp), namespace="docs")
-    p.add_text(text, document_id="guide-name")
-    results = p.search("question", limit=k)
-    results[i].chunk.document_id, results[i].chunk.start, results[i].chunk.end   # [start, end) chars
-
-Until then the import fails and the harness skips the system with a message. This is
-deliberately not a fake: numbers for hello_memory on docs_qa must come from the real pipeline.
+Each corpus is one knowledge-base namespace in a temporary home; every whole document is added
+with ``add_text(text, document_id=...)`` and the pipeline chunks it. A search maps each
+``ChunkHit`` (``document_id``, ``start``, ``end``: offsets into the added text) to the span id
+``"<doc>#<start>-<end>"`` that the harness judges by overlap with the gold spans.
 """
 
 from __future__ import annotations
@@ -24,52 +18,62 @@ from typing import Any
 from benchmarks.chunking import span_id
 from benchmarks.datasets.base import Doc, Query
 from benchmarks.systems.base import SystemContext, SystemUnavailableError
+from benchmarks.systems.hello_memory import PROFILES
 
 
 class RAGPipelineSystem:
-    """Adapter over ``rag.RAGPipeline``: it chunks whole documents itself."""
+    """Adapter over ``rag.RAGPipeline`` (public API only): it chunks whole documents itself.
+
+    Example:
+        >>> s = RAGPipelineSystem()                                      # doctest: +SKIP
+        >>> s.index("docs", [Doc("guide", text)]); s.search("docs", q, 5)  # doctest: +SKIP
+        ['guide#0-1843', ...]
+    """
 
     handles_documents = True
 
     def __init__(self, *, profile: str = "default", context: SystemContext | None = None) -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
         try:
             from hello_memory import Settings
 
-            # getattr keeps type checkers quiet while the class does not exist yet.
-            pipeline_cls = getattr(importlib.import_module("rag"), "RAGPipeline")  # noqa: B009
+            pipeline_cls = importlib.import_module("rag").RAGPipeline
         except (ImportError, AttributeError) as e:
             raise SystemUnavailableError(
-                f"rag.RAGPipeline is not importable yet ({e}); docs_qa runs bm25/dense over fixed chunks"
+                f"rag.RAGPipeline is not importable ({e}); docs_qa runs bm25/dense over fixed chunks"
             ) from e
         self._profile = profile
         self._pipeline_cls: Any = pipeline_cls
         self._settings_cls: Any = Settings
-        self._home = Path(tempfile.mkdtemp(prefix="hm-rag-bench-"))
+        self._home: Path | None = None
         self._pipelines: dict[str, Any] = {}
 
     def config(self) -> dict[str, Any]:
-        """Profile and API used."""
-        return {"profile": self._profile, "api": "RAGPipeline"}
+        """Profile, its settings overrides and the API used."""
+        return {"profile": self._profile, "settings": PROFILES[self._profile], "api": "RAGPipeline"}
 
     def index(self, corpus_id: str, docs: Sequence[Doc]) -> None:
         """Add each whole document; the pipeline chunks it."""
-        pipeline = self._pipeline_cls(self._settings_cls(home=self._home), namespace=corpus_id)
+        if self._home is None:
+            self._home = Path(tempfile.mkdtemp(prefix="hm-rag-bench-"))
+        settings = self._settings_cls(home=self._home, **PROFILES[self._profile])
+        pipeline = self._pipeline_cls(settings, namespace=corpus_id)
         self._pipelines[corpus_id] = pipeline
         for doc in docs:
             pipeline.add_text(doc.text, document_id=doc.doc_id)
 
     def search(self, corpus_id: str, query: Query, k: int) -> list[str]:
         """Span ids ``"<doc>#<start>-<end>"`` of the top ``k`` chunks."""
-        results = self._pipelines[corpus_id].search(query.text, limit=k)
-        # TODO(rag): confirm the result shape (``.chunk.document_id/.start/.end``).
-        ids = [span_id(r.chunk.document_id, int(r.chunk.start), int(r.chunk.end)) for r in results]
+        result = self._pipelines[corpus_id].search(query.text, limit=k)
+        ids = [span_id(h.document_id, int(h.start), int(h.end)) for h in result.hits]
         return list(dict.fromkeys(ids))[:k]
 
     def close(self) -> None:
         """Close pipelines and delete the temporary home."""
         for p in self._pipelines.values():
-            close = getattr(p, "close", None)
-            if callable(close):
-                close()
+            p.close()
         self._pipelines.clear()
-        shutil.rmtree(self._home, ignore_errors=True)
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None

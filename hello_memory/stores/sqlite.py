@@ -17,6 +17,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,9 @@ _COLUMNS = (
     "deleted_at",
     "metadata",
     "fields",
+    "valid_to",
+    "modality",
+    "entity_ids",
 )
 _FIELDS = (
     "event_type",
@@ -66,7 +70,8 @@ CREATE TABLE IF NOT EXISTS memories (
     memory_type TEXT NOT NULL, content TEXT NOT NULL, importance REAL NOT NULL,
     created_at REAL NOT NULL, updated_at REAL NOT NULL, last_accessed_at REAL,
     access_count INTEGER NOT NULL DEFAULT 0, deleted_at REAL,
-    metadata TEXT NOT NULL DEFAULT '{}', fields TEXT NOT NULL DEFAULT '{}'
+    metadata TEXT NOT NULL DEFAULT '{}', fields TEXT NOT NULL DEFAULT '{}',
+    valid_to REAL, modality TEXT, entity_ids TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS ix_mem_user_type ON memories(user_id, memory_type, deleted_at);
 CREATE INDEX IF NOT EXISTS ix_mem_user_session ON memories(user_id, session_id);
@@ -108,6 +113,20 @@ def _dt(ts: float | None) -> datetime | None:
 
 def _dt_req(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRow:
+    """What the tier formulas need of a memory, read without building the whole item."""
+
+    id: str
+    memory_type: MemoryType
+    importance: float
+    created_ts: float
+    session_id: str | None
+    valid_to_ts: float | None
+    modality: str | None
+    entity_ids: tuple[str, ...]
 
 
 def scope_token(user_id: str) -> str:
@@ -214,6 +233,9 @@ class SQLiteRecordStore:
             _ts(item.deleted_at),
             json.dumps(item.metadata, ensure_ascii=False),
             json.dumps(data, ensure_ascii=False),
+            _ts(item.valid_to),
+            item.modality.value if item.modality else None,
+            " ".join(e.id for e in item.entities),
         )
 
     @staticmethod
@@ -382,6 +404,22 @@ class SQLiteRecordStore:
                 sql += " AND deleted_at IS NULL"
             for row in self._query(sql, params):
                 out[row[0]] = self.from_row(row)
+        return out
+
+    def score_rows(self, ids: Sequence[str], user_id: str) -> dict[str, ScoreRow]:
+        """The columns search scores with, for the user's live memories among ``ids``."""
+        out: dict[str, ScoreRow] = {}
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = self._query(
+                "SELECT id, memory_type, importance, created_at, session_id, valid_to, modality, entity_ids "
+                f"FROM memories WHERE id IN ({','.join('?' * len(part))}) AND user_id=? AND deleted_at IS NULL",
+                [*part, user_id],
+            )
+            for r in rows:
+                out[r[0]] = ScoreRow(r[0], MemoryType(r[1]), r[2], r[3], r[4], r[5], r[6],
+                                     tuple(r[7].split()) if r[7] else ())
         return out
 
     def list_items(

@@ -1,10 +1,9 @@
-"""The retrieval harness: metrics by hand, loaders on tiny files in the real formats, the CLI end to end."""
+"""The retrieval harness: loaders on tiny files in the real formats, systems, the CLI end to end."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,106 +11,16 @@ from typing import Any
 
 import pytest
 
-from benchmarks import metrics
-from benchmarks.chunking import fixed_chunks, overlaps, parse_span_id
 from benchmarks.datasets import load_task
 from benchmarks.datasets.base import Doc, Match, Query, RetrievalTask
 from benchmarks.datasets.locomo import normalise_evidence, parse_session_date
-from benchmarks.evaluation import evaluate, session_ranking, span_matches
+from benchmarks.evaluation import evaluate
 from benchmarks.retrieval import main
 from benchmarks.runner import run_system
 from benchmarks.systems import RetrievalSystem, SystemUnavailableError, build_system, parse_spec
-from benchmarks.systems.hybrid import rrf, with_neighbours
-
-# ---------------------------------------------------------------- metrics, hand-computed
-
-
-def test_recall_hit_all_on_partial_ranking():
-    m = metrics.id_matches(["a", "x", "b", "y"], {"a", "b", "c"})
-    assert metrics.recall_at_k(m, 3, 1) == pytest.approx(1 / 3)
-    assert metrics.recall_at_k(m, 3, 2) == pytest.approx(1 / 3)
-    assert metrics.recall_at_k(m, 3, 5) == pytest.approx(2 / 3)
-    assert metrics.hit_at_k(m, 1) == 1.0
-    assert metrics.all_at_k(m, 3, 20) == 0.0
-    assert metrics.all_at_k(metrics.id_matches(["b", "a"], {"a", "b"}), 2, 2) == 1.0
-    assert metrics.all_at_k(metrics.id_matches(["b", "a"], {"a", "b"}), 2, 1) == 0.0
-
-
-def test_ndcg_binary_log2():
-    m = metrics.id_matches(["a", "x", "b", "y"], {"a", "b", "c"})
-    # DCG = 1/log2(2) + 1/log2(4) = 1.5; IDCG(3 gold) = 1 + 1/log2(3) + 1/log2(4)
-    assert metrics.ndcg_at_k(m, 3, 5) == pytest.approx(1.5 / (1.5 + 1 / math.log2(3)))
-    # one gold at rank 3: DCG = 1/log2(4) = 0.5, IDCG = 1
-    assert metrics.ndcg_at_k(metrics.id_matches(["x", "y", "a"], {"a"}), 1, 3) == pytest.approx(0.5)
-    assert metrics.ndcg_at_k(metrics.id_matches(["x", "y", "a"], {"a"}), 1, 2) == 0.0
-    assert metrics.ndcg_at_k(metrics.id_matches(["a", "b"], {"a", "b"}), 2, 10) == pytest.approx(1.0)
-
-
-def test_mrr_and_empty():
-    assert metrics.reciprocal_rank(metrics.id_matches(["x", "y", "a"], {"a"})) == pytest.approx(1 / 3)
-    assert metrics.reciprocal_rank(metrics.id_matches(["x"], {"a"})) == 0.0
-    assert metrics.reciprocal_rank([]) == 0.0
-    assert metrics.recall_at_k([], 0, 5) == 0.0
-    assert metrics.hit_at_k([], 5) == 0.0
-
-
-def test_query_metrics_keys_and_mean():
-    row = metrics.query_metrics(metrics.id_matches(["a"], {"a", "b"}), 2, (1, 5))
-    assert row["recall@1"] == 0.5 and row["hit@5"] == 1.0 and row["all@5"] == 0.0 and row["mrr"] == 1.0
-    mean = metrics.mean_metrics([{"x": 1.0}, {"x": 0.0}, {"x": 0.5}])
-    assert mean == {"x": 0.5}
-
-
-def test_span_matches_do_not_inflate_ndcg():
-    gold = frozenset({"g#100-200"})
-    ranked = ["g#0-150", "g#150-300", "h#100-200", "g#200-300"]
-    m = span_matches(ranked, gold)
-    assert [bool(x) for x in m] == [True, True, False, False]  # [200,300) touches, does not overlap
-    assert metrics.ndcg_at_k(m, 1, 10) == pytest.approx(1.0)  # second chunk matches nothing new
-    assert metrics.recall_at_k(m, 1, 1) == 1.0
-
-
-def test_spans_and_chunks():
-    assert parse_span_id("a#b#3-10") == ("a#b", 3, 10)
-    assert parse_span_id("D1:3") is None
-    assert overlaps(("d", 0, 10), ("d", 9, 20)) and not overlaps(("d", 0, 10), ("d", 10, 20))
-    assert not overlaps(("d", 0, 10), ("e", 0, 10))
-    chunks = fixed_chunks([Doc("d", "abcdefg")], 3)
-    assert [c.doc_id for c in chunks] == ["d#0-3", "d#3-6", "d#6-7"]
-    assert "".join(c.text for c in chunks) == "abcdefg"
-
-
-# ---------------------------------------------------------------- evaluation levels
-
-
-def _task(queries: list[Query], docs: list[Doc], match: Match = Match.ID) -> RetrievalTask:
-    return RetrievalTask("t", {"c": docs}, queries, match=match, unit="turn")
-
-
-def test_evaluate_per_category_and_session_level():
-    docs = [
-        Doc("s1:0", "a", session_id="s1"),
-        Doc("s1:2", "b", session_id="s1"),
-        Doc("s2:0", "c", session_id="s2"),
-    ]
-    queries = [
-        Query("q1", "?", "c", frozenset({"s1:2"}), "x", gold_sessions=frozenset({"s1"})),
-        Query("q2", "?", "c", frozenset({"s2:0"}), "y", gold_sessions=frozenset({"s2"})),
-        Query("q3", "?", "c", frozenset(), "y", gold_sessions=frozenset({"s2"})),  # session gold only
-    ]
-    rankings = {"q1": ["s1:0", "s1:2", "s2:0"], "q2": ["s1:0", "s1:2", "s2:0"], "q3": ["s2:0"]}
-    unit, session = evaluate(_task(queries, docs), rankings, ks=(1, 2))
-    assert unit.level == "turn" and unit.n_queries == 2
-    assert unit.overall["hit@1"] == 0.0 and unit.overall["hit@2"] == 0.5
-    assert unit.by_category["x"]["recall@2"] == 1.0 and unit.category_counts == {"x": 1, "y": 1}
-    assert session.level == "session" and session.n_queries == 3
-    assert session.overall["hit@1"] == pytest.approx(2 / 3)  # q1 s1 first, q2 s1 first, q3 s2 first
-    assert session.overall["hit@2"] == 1.0
-    assert session_ranking(["s1:0", "s1:2", "s2:0"], {"s1:0": "s1", "s1:2": "s1", "s2:0": "s2"}) == [
-        "s1",
-        "s2",
-    ]
-
+from benchmarks.systems.hello_memory import memory_payload
+from benchmarks.systems.hybrid import HybridSystem, rrf
+from benchmarks.systems.views import named_speaker_mask, query_text, with_metadata, with_neighbours
 
 # ---------------------------------------------------------------- loaders on tiny real-format files
 
@@ -361,6 +270,7 @@ def test_with_neighbours_and_rrf():
     ]
     assert with_neighbours(docs, 1) == ["a\nb", "a\nb\nc", "b\nc", "d", "e"]
     assert with_neighbours(docs, 0) == ["a", "b", "c", "d", "e"]
+    assert with_neighbours(docs, 2, 0, center=2) == ["a\na", "a\nb\nb", "a\nb\nc\nc", "d\nd", "e\ne"]
     fused = rrf([np.array([3.0, 2.0, 1.0]), np.array([1.0, 2.0, 3.0])], k=60)
     assert fused[1] == pytest.approx(2 / 62) and fused[0] == pytest.approx(1 / 61 + 1 / 63)
 
@@ -480,3 +390,89 @@ def test_cli_limit_queries_and_options(tmp_path):
     assert code == 0
     data = json.loads(out.read_text())
     assert data["n_queries"] == 2 and data["systems"]["bm25:window=1"]["config"]["window"] == 1
+
+
+# ---------------------------------------------------------------- retrieval ideas (views, options)
+
+
+def test_query_views_for_dialogues():
+    q = Query(
+        "q",
+        "<Bart>: hi\n<Assistant>: hello",
+        "1",
+        frozenset(),
+        turns=(("Bart", "hi"), ("Assistant", "hello")),
+    )
+    assert query_text(q, "text") == q.text
+    assert query_text(q, "turns") == "hi\nhello"
+    assert query_text(q, "user_turns") == "hi"
+    plain = Query("p", "When?", "1", frozenset())
+    assert query_text(plain, "user_turns") == "When?"
+    with pytest.raises(ValueError):
+        query_text(plain, "nope")
+
+
+def test_metadata_and_speaker_helpers():
+    docs = [
+        Doc("1", "x", speaker="Caroline", metadata={"scene": "Activity", "n": 3}),
+        Doc("2", "y", speaker="Mel"),
+    ]
+    assert with_metadata(docs, ["x", "y"], ["scene", "n"]) == ["x (Activity)", "y"]
+    assert named_speaker_mask("what did caroline do?", docs).tolist() == [1.0, 0.0]
+    assert named_speaker_mask("Did Caroline and Mel meet?", docs).tolist() == [0.0, 0.0]
+    assert named_speaker_mask("Caroline's friend Melanie", docs).tolist() == [1.0, 0.0]  # "Mel" != "Melanie"
+
+
+def test_speaker_boost_reorders_bm25():
+    docs = [
+        Doc("1", "Mel: I painted a lake", speaker="Mel"),
+        Doc("2", "Caroline: I painted it too", speaker="Caroline"),
+    ]
+    q = Query("q", "What did Caroline paint, a lake?", "c", frozenset({"2"}))
+    plain, boosted = HybridSystem(dense=False), HybridSystem(dense=False, speaker_boost=0.5)
+    for s in (plain, boosted):
+        s.index("c", docs)
+    assert plain.search("c", q, 2)[0] == "1" and boosted.search("c", q, 2)[0] == "2"
+    with pytest.raises(ValueError):
+        HybridSystem(lexical=False, dense=False)
+    with pytest.raises(TypeError):
+        HybridSystem(windw=1)
+
+
+def test_memory_payload_for_hello_memory():
+    when = datetime(2023, 5, 8, tzinfo=timezone.utc)
+    item = memory_payload(Doc("D1:1", "Caroline: hi", when, "1", "Caroline"))
+    assert item == {
+        "content": "Caroline: hi",
+        "memory_type": "episodic",
+        "metadata": {"doc_id": "D1:1", "speaker": "Caroline"},
+        "created_at": when,
+        "session_id": "1",
+    }
+    assert "created_at" not in memory_payload(Doc("m", "x"))
+
+
+def test_a_failing_system_is_reported_not_fatal(tmp_path, monkeypatch):
+    from benchmarks.systems import hybrid
+
+    def boom(self, corpus_id, query, k):
+        raise RuntimeError("search exploded")
+
+    monkeypatch.setattr(hybrid.HybridSystem, "search", boom)
+    out = tmp_path / "o.json"
+    assert (
+        main(
+            [
+                "--dataset",
+                "locomo",
+                "--data",
+                str(_locomo_file(tmp_path)),
+                "--system",
+                "bm25",
+                "--json",
+                str(out),
+            ]
+        )
+        == 1
+    )
+    assert "search exploded" in json.loads(out.read_text())["skipped"]["bm25"]

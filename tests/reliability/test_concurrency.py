@@ -105,9 +105,10 @@ def _check_end_state(home: Path, mm: MemoryManager, models: dict[str, Model]) ->
     assert live_all == sum(len(m.live) for m in models.values())
 
 
-@pytest.mark.parametrize(("max_ops", "seconds"), [(OPS_PER_THREAD, DEADLINE_S),
-                                                  pytest.param(1500, 120.0, marks=[pytest.mark.slow, pytest.mark.timeout(900)])],
-                         ids=["default", "long"])
+LONG = pytest.param(1500, 120.0, marks=[pytest.mark.slow, pytest.mark.timeout(900)], id="long")
+
+
+@pytest.mark.parametrize(("max_ops", "seconds"), [pytest.param(OPS_PER_THREAD, DEADLINE_S, id="default"), LONG])
 def test_eight_threads_mixed_operations(tmp_path: Path, max_ops: int, seconds: float) -> None:
     home, emb = tmp_path / "data", DeterministicFakeEmbedder(dimension=32)
     managers = [MemoryManager(_settings(home), user_id=f"user{i}", enable_perceptual=True, embedder=emb)
