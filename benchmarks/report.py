@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.chunking import parse_span_id
 from benchmarks.datasets.base import Match, RetrievalTask
 from benchmarks.evaluation import LevelReport
 from benchmarks.runner import SystemRun
@@ -49,6 +50,16 @@ def timing(run: SystemRun) -> dict[str, float]:
     }
 
 
+def mean_result_chars(run: SystemRun, k: int = 5) -> float | None:
+    """Mean length of the top-``k`` retrieved spans (span tasks; ``None`` when ids are not spans).
+
+    Hit rates on span tasks grow with chunk size, so results are only comparable with it.
+    """
+    spans = [parse_span_id(r) for ranked in run.rankings.values() for r in ranked[:k]]
+    sizes = [s[2] - s[1] for s in spans if s is not None]
+    return round(sum(sizes) / len(sizes), 1) if sizes else None
+
+
 def _level_json(report: LevelReport) -> dict[str, Any]:
     data = asdict(report)
     data.pop("level")
@@ -72,6 +83,7 @@ def to_json(
             run.spec: {
                 "config": run.config,
                 "indexed_docs": run.indexed_docs,
+                "mean_result_chars": mean_result_chars(run) if task.match is Match.SPAN else None,
                 **timing(run),
                 "levels": {r.level: _level_json(r) for r in run.reports},
             }
@@ -134,6 +146,9 @@ def to_markdown(task: RetrievalTask, runs: Sequence[SystemRun], skipped: dict[st
         for i, level in enumerate(levels):
             lines += _level_table(level, runs, with_timing=i == 0)
         lines += _category_table(task, runs)
+    if task.match is Match.SPAN:
+        sizes = ", ".join(f"{r.spec} {mean_result_chars(r)}" for r in runs)
+        lines.append(f"- mean characters of the top-5 retrieved spans (hit rates grow with it): {sizes}")
     lines += [f"- note: {n}" for n in task.notes]
     lines += [f"- skipped {spec}: {why}" for spec, why in skipped.items()]
     return "\n".join(lines).rstrip() + "\n"
@@ -156,7 +171,9 @@ def plot_recall(task: RetrievalTask, runs: Sequence[SystemRun], out: Path) -> bo
         ks = sorted(int(key.split("@")[1]) for key in overall if key.startswith(f"{metric}@"))
         ax.plot(ks, [overall[f"{metric}@{k}"] for k in ks], marker="o", label=run.spec)
     ax.set(xlabel="k", ylabel=f"{metric}@k", title=f"{task.name}: {metric}@k", ylim=(0, 1))
-    ax.set_xticks(sorted({int(key.split("@")[1]) for run in runs for key in run.reports[0].overall if "@" in key}))
+    ax.set_xticks(
+        sorted({int(key.split("@")[1]) for run in runs for key in run.reports[0].overall if "@" in key})
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

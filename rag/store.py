@@ -219,13 +219,13 @@ class SQLiteChunkStore:
         )
 
     def scrub(self) -> None:
-        """Remove deleted chunks from the file itself: merge the FTS5 index, truncate the WAL.
+        """Remove deleted chunks from the file itself: rebuild the FTS5 index, truncate the WAL.
 
         See :meth:`hello_memory.stores.sqlite.SQLiteRecordStore.scrub`.
         """
         with self._lock:
             try:
-                self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+                self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('rebuild')")
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.DatabaseError as e:
                 raise StoreError(f"SQLite scrub failed: {e}") from e

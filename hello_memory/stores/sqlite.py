@@ -129,6 +129,37 @@ class ScoreRow:
     entity_ids: tuple[str, ...]
 
 
+# Columns added after the first release of the schema, with how to fill them from ``fields``.
+_ADDED_COLUMNS = (
+    ("valid_to", "REAL", "(julianday(json_extract(fields, '$.valid_to')) - 2440587.5) * 86400.0"),
+    ("modality", "TEXT", "json_extract(fields, '$.modality')"),
+    (
+        "entity_ids",
+        "TEXT NOT NULL DEFAULT ''",
+        "coalesce((SELECT group_concat(json_extract(e.value, '$.id'), ' ') "
+        "FROM json_each(fields, '$.entities') AS e), '')",
+    ),
+)
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Upgrade a ``memories`` table written by an earlier version (``CREATE IF NOT EXISTS`` keeps it)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+    missing = [c for c in _ADDED_COLUMNS if c[0] not in have]
+    if not missing:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for name, decl, fill in missing:
+            conn.execute(f"ALTER TABLE memories ADD COLUMN {name} {decl}")
+            conn.execute(f"UPDATE memories SET {name} = {fill}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    logger.info("added columns %s to memories", [c[0] for c in missing])
+
+
 def scope_token(user_id: str) -> str:
     """FTS token that restricts a MATCH to one user (the join on user_id still enforces it)."""
     return "u" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:24]
@@ -179,6 +210,7 @@ class SQLiteRecordStore:
                     str(self.path), f"schema version {version} is newer than this library"
                 )
             conn.executescript(_SCHEMA)
+            _add_missing_columns(conn)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.DatabaseError as e:
             raise CorruptStoreError(str(self.path), str(e)) from e
@@ -566,14 +598,16 @@ class SQLiteRecordStore:
 
         ``secure_delete`` zeroes deleted rows, but FTS5 keeps deleted tokens in its index
         segments until they merge, and the WAL keeps old page images until it is reset. This
-        merges the index (dropping deleted entries) and checkpoints and truncates the WAL:
-        one pass over the lexical index (~0.1 s per 20k memories). Index b-tree interior pages
+        rebuilds the index from the stored rows (dropping deleted entries) and checkpoints and
+        truncates the WAL: one pass over the lexical index (~0.1 s per 20k memories). It uses
+        ``rebuild``, not ``optimize``: before SQLite 3.41 every insert+``optimize`` adds an FTS5
+        level, and at the 2000-level limit the table is corrupt for good. Index b-tree interior pages
         may still hold deleted *keys* (ids, user ids) as dividers; ``vacuum=True`` rebuilds the
         whole file to drop those too (``forget_user``; one pass over the database).
         """
         with self._lock:
             try:
-                self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('optimize')")
+                self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('rebuild')")
                 if vacuum:
                     self.conn.execute("VACUUM")
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

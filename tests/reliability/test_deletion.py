@@ -204,3 +204,37 @@ def test_restorable_forget_is_not_deletion(world: World) -> None:
     item = world.mm.add(f"keep me {world.marker}", memory_type="episodic", importance=0.01)
     world.mm.forget("importance_based", threshold=0.05)
     assert world.mm.restore(item.id).content == f"keep me {world.marker}"
+
+
+def test_scrub_survives_thousands_of_deletions() -> None:
+    """Regression: scrub used FTS5 'optimize', which on SQLite < 3.41 adds one index level per
+    insert+optimize; after ~1,000 removes interleaved with adds the lexical index hit the 2000-level
+    limit and was corrupt for good ("database disk image is malformed"; found by the slow
+    concurrency run at ~10,000 operations)."""
+    from hello_memory.models import MemoryItem
+    from hello_memory.stores.sqlite import SQLiteRecordStore
+    from rag.store import SQLiteChunkStore
+
+    records = SQLiteRecordStore(":memory:")
+    chunks = SQLiteChunkStore(":memory:")
+    try:
+        for n in range(2_100):
+            item = MemoryItem(user_id="u", memory_type="episodic", content=f"word{n} shared")
+            with records.transaction() as conn:
+                records.insert(conn, item, [f"word{n}", "shared"])
+            row = (str(uuid.uuid4()), "ns", f"d{n}", 0, f"text {n}", 0, 6, "", "en", 2)
+            with chunks.transaction() as conn:
+                chunks.insert_chunk(conn, row, [f"text{n}"])
+            if n % 2:
+                with records.transaction() as conn:
+                    records.delete_rows(conn, [item.id])
+                with chunks.transaction() as conn:
+                    chunks.delete_document_rows(conn, "ns", f"d{n}")
+            records.scrub()
+            chunks.scrub()
+        records.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')")
+        chunks.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('integrity-check')")
+        assert len(records.lexical_search("u", ["shared"], types=None, limit=5000)) == 1_050
+    finally:
+        records.close()
+        chunks.close()
