@@ -78,6 +78,7 @@ def to_json(
         "n_queries": len(task.queries),
         "n_corpora": len(task.corpora),
         "n_docs": sum(len(d) for d in task.corpora.values()),
+        "chunk_chars": task.chunk_chars,
         "notes": list(task.notes),
         "systems": {
             run.spec: {

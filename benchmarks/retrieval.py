@@ -11,6 +11,7 @@ Systems: see :data:`benchmarks.systems.SYSTEMS`; options as ``NAME:key=value``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -39,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         metavar="NAME[:k=v,...]",
         help=f"repeatable; one of {sorted(SYSTEMS)}",
+    )
+    p.add_argument(
+        "--chunk-chars",
+        type=int,
+        metavar="N",
+        help="docs_qa: fixed chunk size for systems that do not chunk (default 1000)",
     )
     p.add_argument("--limit-queries", type=int, metavar="N", help="evaluate only the first N queries")
     p.add_argument("--depth", type=int, help="results requested per query (default max k, x5 for sessions)")
@@ -92,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(logging.INFO if args.verbose else logging.WARNING)
     data = args.data or Path("../shared/data") / args.dataset
     task = load_task(args.dataset, data, split=args.split, lang=args.lang).limited(args.limit_queries)
+    if args.chunk_chars and task.chunk_chars:
+        task = dataclasses.replace(task, chunk_chars=args.chunk_chars)
     depth = args.depth or default_depth(task)
     runs, skipped = run_systems(
         args.system, task, depth=depth, context=SystemContext(embed_cache=args.embed_cache)
