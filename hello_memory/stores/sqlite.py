@@ -542,8 +542,9 @@ class SQLiteRecordStore:
             terms,
         )
         df = {r[0]: r[1] for r in rows}
-        kept = sorted((t for t in terms if df.get(t, 0) <= COMMON_TERM_DOCS), key=lambda t: df.get(t, 0))
-        return kept[:MAX_QUERY_TERMS] or [min(terms, key=lambda t: df.get(t, 0))]
+        present = [t for t in terms if df.get(t, 0) > 0]  # a term no memory has cannot match
+        kept = sorted((t for t in present if df[t] <= COMMON_TERM_DOCS), key=lambda t: df[t])
+        return kept[:MAX_QUERY_TERMS] or sorted(present, key=lambda t: df[t])[:1]
 
     def history(self, memory_id: str, user_id: str) -> list[HistoryEntry]:
         """Every recorded change of one of the user's memories, oldest first."""

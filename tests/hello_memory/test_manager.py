@@ -408,3 +408,10 @@ def test_lower_layers_never_import_higher_ones():
                 names = [node.module]
             for n in names:
                 assert n.split(".")[0] not in {"rag", "tools", "apps", "gradio"}, f"{path} imports {n}"
+
+
+def test_long_query_with_unknown_terms_still_matches_lexically(manager):
+    item = manager.add("我们在杭州西湖边喝了龙井茶", memory_type="episodic")
+    noise = " ".join(f"unseenterm{i}" for i in range(40))
+    hits = manager.search(f"{noise} 龙井茶", memory_types=["episodic"])
+    assert hits and hits[0].item.id == item.id and hits[0].breakdown["lexical"] > 0
