@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from hello_memory.errors import CorruptStoreError, StoreError
+from hello_memory.errors import StoreError
 from hello_memory.stores.sqlite import fts_tokens, scope_token
+from hello_memory.stores.sqlite_base import SQLiteDatabase
 from rag.models import DocumentInfo
 
 SCHEMA_VERSION = 1
@@ -51,59 +49,11 @@ CHUNK_COLUMNS = (
 )
 
 
-class SQLiteChunkStore:
+class SQLiteChunkStore(SQLiteDatabase):
     """Documents and chunks of every namespace in one SQLite file."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        """The open connection (opened on first use)."""
-        if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA secure_delete=ON")  # deleted rows are zeroed, not left in free pages
-                conn.executescript(_SCHEMA)
-                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            except sqlite3.DatabaseError as e:
-                raise CorruptStoreError(str(self.path), str(e)) from e
-            self._conn = conn
-        return self._conn
-
-    def close(self) -> None:
-        """Close the connection; idempotent."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """All-or-nothing block."""
-        with self._lock:
-            conn = self.conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            else:
-                conn.execute("COMMIT")
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Run a read query."""
-        with self._lock:
-            try:
-                return self.conn.execute(sql, params).fetchall()
-            except sqlite3.DatabaseError as e:
-                raise StoreError(f"SQLite query failed: {e}") from e
+    schema = _SCHEMA
+    schema_version = SCHEMA_VERSION
 
     # -- writes -----------------------------------------------------------------------------
     def delete_document_rows(self, conn: sqlite3.Connection, namespace: str, document_id: str) -> int:

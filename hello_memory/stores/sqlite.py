@@ -14,16 +14,14 @@ import json
 import logging
 import re
 import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from hello_memory.errors import CorruptStoreError, StoreError
+from hello_memory.errors import StoreError
 from hello_memory.models import Entity, HistoryEntry, MemoryItem, MemoryType, Modality, Relation
+from hello_memory.stores.sqlite_base import SQLiteDatabase
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +173,7 @@ def fts_tokens(tokens: Iterable[str]) -> list[str]:
     return out
 
 
-class SQLiteRecordStore:
+class SQLiteRecordStore(SQLiteDatabase):
     """Memories and their history in one SQLite file (WAL, transactions, versioned schema).
 
     Example:
@@ -183,67 +181,11 @@ class SQLiteRecordStore:
         >>> store.close()
     """
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
+    schema = _SCHEMA
+    schema_version = SCHEMA_VERSION
 
-    # -- connection -------------------------------------------------------------------------
-    @property
-    def conn(self) -> sqlite3.Connection:
-        """The open connection (opened on first use)."""
-        if self._conn is None:
-            self._conn = self._open()
-        return self._conn
-
-    def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA secure_delete=ON")  # deleted rows are zeroed, not left in free pages
-            conn.execute("PRAGMA foreign_keys=ON")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise CorruptStoreError(
-                    str(self.path), f"schema version {version} is newer than this library"
-                )
-            conn.executescript(_SCHEMA)
-            _add_missing_columns(conn)
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        except sqlite3.DatabaseError as e:
-            raise CorruptStoreError(str(self.path), str(e)) from e
-        return conn
-
-    def close(self) -> None:
-        """Close the connection; idempotent."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """An IMMEDIATE transaction: everything inside commits together or not at all."""
-        with self._lock:
-            conn = self.conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            else:
-                conn.execute("COMMIT")
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            try:
-                cur = self.conn.execute(sql, params)
-                return cur.fetchall()
-            except sqlite3.DatabaseError as e:
-                raise StoreError(f"SQLite query failed: {e}") from e
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        _add_missing_columns(conn)
 
     # -- rows -------------------------------------------------------------------------------
     @staticmethod
@@ -380,7 +322,7 @@ class SQLiteRecordStore:
 
     def pending(self) -> list[tuple[str, str, str]]:
         """Unfinished vector operations as (memory_id, user_id, op)."""
-        return [(r[0], r[1], r[2]) for r in self._query("SELECT memory_id,user_id,op FROM pending")]
+        return [(r[0], r[1], r[2]) for r in self.query("SELECT memory_id,user_id,op FROM pending")]
 
     def add_fact(
         self, conn: sqlite3.Connection, user_id: str, memory_id: str, s: str, rel: str, o: str
@@ -390,7 +332,7 @@ class SQLiteRecordStore:
 
     def conflicting_facts(self, user_id: str, subject_id: str, relation: str, object_id: str) -> list[str]:
         """Ids of current memories asserting (subject, relation, another object)."""
-        rows = self._query(
+        rows = self.query(
             "SELECT DISTINCT f.memory_id FROM facts f JOIN memories m ON m.id=f.memory_id "
             "WHERE f.user_id=? AND f.subject_id=? AND f.relation=? AND f.object_id<>? "
             "AND m.deleted_at IS NULL AND json_extract(m.fields,'$.valid_to') IS NULL",
@@ -415,7 +357,7 @@ class SQLiteRecordStore:
 
     def get_meta(self, key: str) -> str | None:
         """Read a key from the meta table."""
-        rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
+        rows = self.query("SELECT value FROM meta WHERE key=?", (key,))
         return rows[0][0] if rows else None
 
     # -- reads ------------------------------------------------------------------------------
@@ -434,7 +376,7 @@ class SQLiteRecordStore:
                 params.append(user_id)
             if not include_deleted:
                 sql += " AND deleted_at IS NULL"
-            for row in self._query(sql, params):
+            for row in self.query(sql, params):
                 out[row[0]] = self.from_row(row)
         return out
 
@@ -444,7 +386,7 @@ class SQLiteRecordStore:
         ids = list(dict.fromkeys(ids))
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
-            rows = self._query(
+            rows = self.query(
                 "SELECT id, memory_type, importance, created_at, session_id, valid_to, modality, entity_ids "
                 f"FROM memories WHERE id IN ({','.join('?' * len(part))}) AND user_id=? AND deleted_at IS NULL",
                 [*part, user_id],
@@ -473,7 +415,7 @@ class SQLiteRecordStore:
         sql = f"SELECT {','.join(_COLUMNS)} FROM memories{index} WHERE {where} ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [self.from_row(r) for r in self._query(sql, params)]
+        return [self.from_row(r) for r in self.query(sql, params)]
 
     @staticmethod
     def _where(
@@ -526,7 +468,7 @@ class SQLiteRecordStore:
             "JOIN memories m ON m.rowid = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND {where} ORDER BY s LIMIT ?"
         )
-        rows = self._query(sql, [match, *params, int(limit)])
+        rows = self.query(sql, [match, *params, int(limit)])
         return {r[0]: -float(r[1]) for r in rows}
 
     def _selective_terms(self, terms: list[str]) -> list[str]:
@@ -537,7 +479,7 @@ class SQLiteRecordStore:
         """
         if len(terms) < 2:
             return terms
-        rows = self._query(
+        rows = self.query(
             f"SELECT term, doc FROM memories_vocab WHERE col='tokens' AND term IN ({','.join('?' * len(terms))})",
             terms,
         )
@@ -548,7 +490,7 @@ class SQLiteRecordStore:
 
     def history(self, memory_id: str, user_id: str) -> list[HistoryEntry]:
         """Every recorded change of one of the user's memories, oldest first."""
-        rows = self._query(
+        rows = self.query(
             "SELECT memory_id,event,old,new,at,actor FROM history WHERE memory_id=? AND user_id=? ORDER BY seq",
             (memory_id, user_id),
         )
@@ -566,7 +508,7 @@ class SQLiteRecordStore:
 
     def count_by_type(self, user_id: str, *, deleted: bool = False) -> dict[str, int]:
         """Number of the user's (live or deleted) memories per tier."""
-        rows = self._query(
+        rows = self.query(
             f"SELECT memory_type, COUNT(*) FROM memories WHERE user_id=? AND deleted_at IS "
             f"{'NOT ' if deleted else ''}NULL GROUP BY memory_type",
             (user_id,),
@@ -575,14 +517,14 @@ class SQLiteRecordStore:
 
     def avg_importance(self, user_id: str) -> float:
         """Mean importance of the user's live memories (0 when none)."""
-        rows = self._query(
+        rows = self.query(
             "SELECT AVG(importance) FROM memories WHERE user_id=? AND deleted_at IS NULL", (user_id,)
         )
         return float(rows[0][0] or 0.0)
 
     def users(self) -> list[str]:
         """Every user id with at least one memory row."""
-        return [r[0] for r in self._query("SELECT DISTINCT user_id FROM memories")]
+        return [r[0] for r in self.query("SELECT DISTINCT user_id FROM memories")]
 
     def forget_user(self, user_id: str) -> dict[str, int]:
         """Delete every row of ``user_id`` in every table; returns counts per table."""
@@ -618,10 +560,10 @@ class SQLiteRecordStore:
     def residue(self, user_id: str) -> dict[str, int]:
         """Rows left for ``user_id`` in every table (0 everywhere after :meth:`forget_user`)."""
         out = {
-            t: self._query(f"SELECT COUNT(*) FROM {t} WHERE user_id=?", (user_id,))[0][0]
+            t: self.query(f"SELECT COUNT(*) FROM {t} WHERE user_id=?", (user_id,))[0][0]
             for t in ("memories", "history", "pending", "facts")
         }
-        out["lexical"] = self._query(
+        out["lexical"] = self.query(
             "SELECT COUNT(*) FROM memories_fts WHERE scope=?", (scope_token(user_id),)
         )[0][0]
         return out
