@@ -3,10 +3,14 @@
 Usage::
 
     python -m benchmarks.speed --sizes 1000,10000 --json speed.json --plot speed.png \
-        [--happy-llm ../shared/data/happy_llm] [--configs default,tfidf,qdrant-local]
+        [--happy-llm ../shared/data/happy_llm] [--configs default,tfidf,qdrant-local,hello-agents]
 
 Every configuration runs in the same process run, so ratios between them are meaningful even on
 a noisy shared machine; absolute times are reported with the machine they came from.
+
+``hello-agents`` is the reference peer (hello-agents 0.2.9's ``EpisodicMemory``, same e5 embedder,
+in-memory Qdrant; see :mod:`benchmarks.peers`); it is skipped with the reason when not installed,
+and its rows get a ratio line against the first configuration.
 """
 
 from __future__ import annotations
@@ -104,6 +108,8 @@ class SizeResult:
     search_filtered_ms: dict[str, float]
     disk_mb: float
     rss_mb: float
+    add_mode: str = "MemoryManager.add_many, batches of 1000"
+    mean_hits: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,6 +119,15 @@ class SpeedReport:
     machine: dict[str, Any]
     results: list[SizeResult] = field(default_factory=list)
     rag_ingest: dict[str, Any] = field(default_factory=dict)
+
+
+PEER_CONFIGS = ("hello-agents",)
+
+
+def _hello_agents(home: Path) -> Any:
+    from benchmarks import peers
+
+    return peers.HelloAgentsEpisodic(home, user_id="bench", encoder=peers.default_encoder())
 
 
 def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
@@ -131,9 +146,18 @@ def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
             Settings(home=home), user_id="bench", vector_store=QdrantVectorStore(path=str(home / "q"))
         )
 
-    table = {"default": default, "tfidf": tfidf, "qdrant-local": qdrant_local}
+    table = {"default": default, "tfidf": tfidf, "qdrant-local": qdrant_local, "hello-agents": _hello_agents}
     for name in names:
+        if name == "hello-agents" and (reason := _peer_unavailable()):
+            print(f"skipping hello-agents: {reason}", file=sys.stderr)
+            continue
         yield name, table[name]
+
+
+def _peer_unavailable() -> str | None:
+    from benchmarks import peers
+
+    return peers.unavailable_reason()
 
 
 def measure(config: str, factory: Callable[[Path], Any], size: int, queries: int = 200) -> SizeResult:
@@ -164,12 +188,14 @@ def measure(config: str, factory: Callable[[Path], Any], size: int, queries: int
             singles.append(time.perf_counter() - t)
         qs = synthetic_texts(queries, seed=99)
         plain, filtered = [], []
+        hits = {"plain": 0, "filtered": 0}
         for i, q in enumerate(qs):
             t = time.perf_counter()
-            mm.search(q, limit=10, memory_types=["episodic"])
+            found = mm.search(q, limit=10, memory_types=["episodic"])
             plain.append(time.perf_counter() - t)
+            hits["plain"] += len(found)
             t = time.perf_counter()
-            mm.search(
+            found = mm.search(
                 q,
                 limit=10,
                 memory_types=["episodic"],
@@ -177,6 +203,7 @@ def measure(config: str, factory: Callable[[Path], Any], size: int, queries: int
                 time_range=(now - timedelta(days=90), None),
             )
             filtered.append(time.perf_counter() - t)
+            hits["filtered"] += len(found)
         disk = dir_mb(home)
         mm.close()
     return SizeResult(
@@ -188,6 +215,8 @@ def measure(config: str, factory: Callable[[Path], Any], size: int, queries: int
         percentiles(filtered),
         round(disk, 1),
         round(rss_mb(), 1),
+        getattr(mm, "add_mode", SizeResult.add_mode),
+        {kind: round(n / len(qs), 2) for kind, n in hits.items()},
     )
 
 
@@ -231,6 +260,7 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "load_avg": os.getloadavg(),
+        "omp": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")},
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 
@@ -250,6 +280,7 @@ def to_markdown(report: SpeedReport) -> str:
             f"{r.search_ms['p50']} / {r.search_ms['p95']} | {r.search_filtered_ms['p95']} | {r.disk_mb} | "
             f"{r.rss_mb} | {ratio:.2f}× |"
         )
+    lines += _peer_lines(report, base)
     if report.rag_ingest:
         g = report.rag_ingest
         lines.append(
@@ -257,6 +288,29 @@ def to_markdown(report: SpeedReport) -> str:
             f"search p50 {g['search_ms']['p50']} ms, p95 {g['search_ms']['p95']} ms"
         )
     return "\n".join(lines)
+
+
+def _ratio(peer: float, base: float) -> str:
+    return f"{peer} / {base} ms = {peer / base:.2f}×" if base else "n/a"
+
+
+def _peer_lines(report: SpeedReport, base: dict[int, SizeResult]) -> list[str]:
+    """Ratios of peer rows against the first configuration at the same size, and how they ran."""
+    lines: list[str] = []
+    for r in report.results:
+        b = base.get(r.size)
+        if r.config not in PEER_CONFIGS or b is None or b is r:
+            continue
+        lines.append(
+            f"\n{r.config} vs {b.config} @ {r.size}: search p50 {_ratio(r.search_ms['p50'], b.search_ms['p50'])}, "
+            f"p95 {_ratio(r.search_ms['p95'], b.search_ms['p95'])}; filtered p95 "
+            f"{_ratio(r.search_filtered_ms['p95'], b.search_filtered_ms['p95'])}; single add p50 "
+            f"{_ratio(r.add_single_ms['p50'], b.add_single_ms['p50'])}; bulk add {r.add_many_per_s} vs "
+            f"{b.add_many_per_s} /s ({r.add_mode}); mean hits plain/filtered "
+            f"{r.mean_hits.get('plain')}/{r.mean_hits.get('filtered')} vs "
+            f"{b.mean_hits.get('plain')}/{b.mean_hits.get('filtered')}"
+        )
+    return lines
 
 
 def plot(report: SpeedReport, out: Path) -> None:
@@ -289,8 +343,9 @@ def main(argv: list[str] | None = None) -> SpeedReport:
     ap.add_argument("--plot", type=Path)
     args = ap.parse_args(argv)
     report = SpeedReport(machine=machine())
+    configs = list(_configs(args.configs.split(",")))
     for size in (int(s) for s in args.sizes.split(",")):
-        for name, factory in _configs(args.configs.split(",")):
+        for name, factory in configs:
             report.results.append(measure(name, factory, size, args.queries))
             print(f"{name} @ {size}: {report.results[-1]}", file=sys.stderr)
     if args.happy_llm:

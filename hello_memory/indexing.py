@@ -186,8 +186,8 @@ def insert(mm: MemoryManager, items: list[MemoryItem]) -> list[MemoryItem]:
     records = mm.bundle.records
     now_ts = mm._now().timestamp()
     with records.transaction() as conn:
+        records.insert_many(conn, [(it, lexical_tokens(it.content)) for it in items])
         for it in items:
-            records.insert(conn, it, lexical_tokens(it.content))
             records.add_history(
                 conn,
                 HistoryEntry(memory_id=it.id, event="add", new=_snapshot(it), at=it.updated_at),

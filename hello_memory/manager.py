@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -225,7 +225,7 @@ class MemoryManager:
 
     def search(
         self,
-        query: str,
+        query: str | Sequence[Mapping[str, Any] | tuple[str, str]],
         *,
         user_id: str | None = None,
         memory_types: Sequence[str | MemoryType] | None = None,
@@ -235,7 +235,11 @@ class MemoryManager:
         time_range: tuple[datetime | str | None, datetime | str | None] | None = None,
         session_id: str | None = None,
     ) -> list[ScoredMemory]:
-        """One ranked list across tiers by final score, each hit with its score breakdown."""
+        """One ranked list across tiers by final score, each hit with its score breakdown.
+
+        ``query`` is a string or the conversation so far (``[{"role": "user", "content": ...}, ...]``
+        or ``(role, content)`` pairs): its human turns become the query (see :mod:`hello_memory.queries`).
+        """
         with self.bundle.lock:
             return retrieval.search(
                 self,

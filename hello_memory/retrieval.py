@@ -11,6 +11,7 @@ import numpy as np
 from hello_memory import lifecycle, semantic
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import MemoryType, ScoredMemory
+from hello_memory.queries import MAX_QUERY_CHARS, conversation_query
 from hello_memory.relevance import Relevance, dense_floor, fuse
 from hello_memory.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
 from hello_memory.stores.base import Filter, Range
@@ -67,7 +68,10 @@ def search(
     session_id: str | None,
 ) -> list[ScoredMemory]:
     """See :meth:`MemoryManager.search`."""
-    query = check_text(query, "query", max_chars=20_000)
+    if isinstance(query, str):
+        query = check_text(query, "query", max_chars=MAX_QUERY_CHARS)
+    else:
+        query = conversation_query(query)
     limit = check_limit(limit)
     min_importance = check_importance(min_importance, "min_importance")
     if session_id is not None:

@@ -123,7 +123,7 @@ def _new_bundle(
 
     lock_file = _acquire_dir_lock(home)
     try:
-        records = SQLiteRecordStore(home / "records.db")
+        records = SQLiteRecordStore(home / "records.db", context_window=settings.lexical_context_window)
         records.conn  # noqa: B018 - open now so a corrupt file fails here, not mid-operation
         return StoreBundle(
             home=home,

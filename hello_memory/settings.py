@@ -71,6 +71,13 @@ class Settings(BaseSettings):
     fusion: FusionName = Field(default="convex", description="how dense and lexical relevance combine")
     dense_weight: float = Field(default=0.6, ge=0, le=1)
     candidate_multiplier: int = Field(default=5, ge=1, le=100)
+    lexical_context_window: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="session neighbours (before and after) indexed lexically with each episodic memory; "
+        "a property of the data directory, re-indexed when it changes",
+    )
     min_score: float = Field(default=0.0, ge=0, le=2, description="absolute floor on the final score")
 
     # working memory (seed 002 §2.2)

@@ -115,7 +115,8 @@ class SQLiteChunkStore(SQLiteDatabase):
         self, namespace: str, ids: Sequence[str] | None = None, *, document_id: str | None = None
     ) -> dict[str, tuple[Any, ...]]:
         """Chunk rows by id (``CHUNK_COLUMNS`` order), in one namespace."""
-        sql = f"SELECT {','.join(CHUNK_COLUMNS)} FROM chunks WHERE namespace=?"
+        # "+namespace" when ids are given: look chunks up by primary key, not by scanning the namespace
+        sql = f"SELECT {','.join(CHUNK_COLUMNS)} FROM chunks WHERE {'+' if ids else ''}namespace=?"
         params: list[Any] = [namespace]
         if document_id is not None:
             sql += " AND document_id=?"

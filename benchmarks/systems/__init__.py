@@ -68,6 +68,8 @@ SYSTEMS: dict[str, SystemEntry] = {
     "hello_memory": SystemEntry(_HM, {"profile": "default"}, _RAG),
     "paper": SystemEntry(_HM, {"profile": "paper"}, _RAG),
     "mem0": SystemEntry("benchmarks.systems.mem0:Mem0System"),
+    # Reference peer (pip install --no-deps hello-agents==0.2.9), same e5 embedder.
+    "hello_agents": SystemEntry("benchmarks.systems.hello_agents:HelloAgentsSystem"),
 }
 
 

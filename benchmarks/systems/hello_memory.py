@@ -16,6 +16,7 @@ from typing import Any
 
 from benchmarks.datasets.base import Doc, Query
 from benchmarks.systems.base import SystemContext, SystemUnavailableError
+from benchmarks.systems.views import ASSISTANT_SPEAKERS
 
 PROFILES: dict[str, dict[str, Any]] = {"default": {}, "paper": {"fusion": "dense"}}
 ADD_BATCH = 256
@@ -33,6 +34,16 @@ def memory_payload(doc: Doc) -> dict[str, Any]:
     if doc.session_id is not None:
         item["session_id"] = doc.session_id
     return item
+
+
+def query_input(query: Query) -> str | list[dict[str, str]]:
+    """What a user would pass: the question, or a dialogue query as chat messages."""
+    if not query.turns:
+        return query.text
+    return [
+        {"role": "assistant" if speaker.lower() in ASSISTANT_SPEAKERS else "user", "content": text}
+        for speaker, text in query.turns
+    ]
 
 
 class HelloMemorySystem:
@@ -80,7 +91,7 @@ class HelloMemorySystem:
 
     def search(self, corpus_id: str, query: Query, k: int) -> list[str]:
         """Doc ids of the top ``k`` episodic hits."""
-        hits = self._manager(corpus_id).search(query.text, limit=k, memory_types=["episodic"])
+        hits = self._manager(corpus_id).search(query_input(query), limit=k, memory_types=["episodic"])
         out: list[str] = []
         for hit in hits:
             doc_id = hit.item.metadata.get("doc_id")

@@ -1,5 +1,5 @@
 """Durability across versions: a data directory written before the memories table gained its
-search columns (valid_to, modality, entity_ids) must open, keep every memory, and stay usable.
+search columns (valid_to, modality, entity_ids, lex) must open, keep every memory, and stay usable.
 
 Found when a crash trial's child imported a newer schema than the directory it reopened:
 ``sqlite3.OperationalError: table memories has no column named valid_to`` on the first add.
@@ -19,7 +19,7 @@ from hello_memory.models import Entity, MemoryItem
 from hello_memory.stores.sqlite import _SCHEMA, SQLiteRecordStore, fts_tokens, scope_token
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 
-OLD_COLUMNS = ",\n    valid_to REAL, modality TEXT, entity_ids TEXT NOT NULL DEFAULT ''"
+OLD_COLUMNS = ",\n    valid_to REAL, modality TEXT, entity_ids TEXT NOT NULL DEFAULT '', lex TEXT NOT NULL DEFAULT ''"
 
 
 def _old_directory(home: Path) -> MemoryItem:
@@ -45,9 +45,10 @@ def test_directory_from_the_previous_schema_opens_and_keeps_its_memories(tmp_pat
         got = mm.get(old.id)
         assert got.content == old.content and got.valid_to == old.valid_to
         row = mm.bundle.records.conn.execute(
-            "SELECT valid_to, entity_ids FROM memories WHERE id=?", (old.id,)).fetchone()
-        assert row == (old.valid_to.timestamp(), "e-alice")  # backfilled from the stored fields
+            "SELECT valid_to, entity_ids, lex FROM memories WHERE id=?", (old.id,)).fetchone()
+        assert row == (old.valid_to.timestamp(), "e-alice", "alice live pari")  # backfilled
         new = mm.add("Alice works at Acme", memory_type="semantic")
         assert new.id in {h.item.id for h in mm.search("Alice works at Acme")}
+        assert mm.bundle.records.lexical_search("alice", ["pari"], types=None, limit=5) != {}
         mm.remove(old.id)
         assert memory_problems(home, mm.bundle.vectors) == []

@@ -1,0 +1,159 @@
+"""Conversation context in the lexical index: each episodic memory of a session is indexed with
+the tokens of its neighbours (``Settings.lexical_context_window``), kept right through every write.
+
+The invariant checked after random operations: every FTS document equals what a from-scratch
+composition of the live memories gives — a stale neighbour would keep deleted text searchable
+or leave a turn unreachable through the question that preceded it.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from hello_memory import MemoryManager, Settings, indexing
+from hello_memory.stores.sqlite import SQLiteRecordStore, scope_token
+from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
+
+T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+
+def _manager(home: Path, user: str = "alice", window: int = 2) -> MemoryManager:
+    return MemoryManager(
+        Settings(home=home, lexical_context_window=window), user_id=user, embedder=DeterministicFakeEmbedder(16)
+    )
+
+
+def _turn(text: str, minute: int, session: str | None = "s1") -> dict[str, object]:
+    return {"content": text, "memory_type": "episodic", "session_id": session,
+            "created_at": T0 + timedelta(minutes=minute)}
+
+
+def _lexical_ids(mm: MemoryManager, word: str) -> set[str]:
+    return set(mm.bundle.records.lexical_search(mm.user_id, [word], types=["episodic"], limit=50))
+
+
+def expected_documents(store: SQLiteRecordStore) -> dict[int, tuple[str, str]]:
+    """rowid -> (scope, tokens) composed from scratch from the live rows."""
+    rows = store.query(
+        "SELECT rowid, user_id, session_id, memory_type, created_at, lex FROM memories WHERE deleted_at IS NULL"
+    )
+    out: dict[int, tuple[str, str]] = {}
+    w = store.context_window
+    for rowid, user, session, mtype, _created, lex in rows:
+        if w == 0 or session is None or mtype != "episodic":
+            out[rowid] = (scope_token(user), lex)
+            continue
+        peers = sorted(
+            (r for r in rows if r[1] == user and r[2] == session and r[3] == "episodic"),
+            key=lambda r: (r[4], r[0]),
+        )
+        i = [r[0] for r in peers].index(rowid)
+        before, after = peers[max(0, i - w) : i], peers[i + 1 : i + 1 + w]
+        parts = [r[5] for r in before] + [lex, lex] + [r[5] for r in after] if before or after else [lex]
+        out[rowid] = (scope_token(user), " ".join(p for p in parts if p))
+    return out
+
+
+def actual_documents(store: SQLiteRecordStore) -> dict[int, tuple[str, str]]:
+    return {r[0]: (r[1], r[2]) for r in store.query("SELECT rowid, scope, tokens FROM memories_fts")}
+
+
+def test_a_turn_is_found_through_the_words_of_the_turns_around_it(tmp_path: Path) -> None:
+    with _manager(tmp_path) as mm:
+        q, a, other = mm.add_many([
+            _turn("Where did you go hiking last weekend?", 0),
+            _turn("We went up to the lake, it was beautiful.", 1),
+            _turn("Completely unrelated chatter about taxes.", 9, session="s2"),
+        ])
+        assert _lexical_ids(mm, "hike") == {q.id, a.id}  # the answer is reachable through its question
+        assert other.id not in _lexical_ids(mm, "lake")
+        hits = mm.search("hiking", memory_types=["episodic"], limit=5)
+        assert a.id in {h.item.id for h in hits}
+
+
+def test_window_zero_indexes_own_tokens_only(tmp_path: Path) -> None:
+    with _manager(tmp_path, window=0) as mm:
+        q, _ = mm.add_many([_turn("Where did you go hiking?", 0), _turn("Up to the lake.", 1)])
+        assert _lexical_ids(mm, "hike") == {q.id}
+
+
+def test_removing_a_turn_takes_its_words_out_of_its_neighbours(tmp_path: Path) -> None:
+    with _manager(tmp_path) as mm:
+        q, a = mm.add_many([_turn("my secret codeword is pelican", 0), _turn("noted, thanks", 1)])
+        assert a.id in _lexical_ids(mm, "pelican")
+        mm.remove(q.id)
+        assert _lexical_ids(mm, "pelican") == set()
+
+
+def test_soft_delete_restore_and_update_keep_neighbours_current(tmp_path: Path) -> None:
+    with _manager(tmp_path) as mm:
+        q, a = mm.add_many([_turn("we adopted a kitten", 0), _turn("how lovely", 1)])
+        mm.forget(strategy="importance_based", threshold=1.0)  # soft-deletes everything
+        assert _lexical_ids(mm, "kitten") == set()
+        mm.restore(q.id)
+        mm.restore(a.id)
+        assert _lexical_ids(mm, "kitten") == {q.id, a.id}
+        mm.update(q.id, content="we adopted a puppy")
+        assert _lexical_ids(mm, "kitten") == set()
+        assert _lexical_ids(mm, "puppi") == {q.id, a.id}
+
+
+def test_users_sharing_a_session_id_never_share_context(tmp_path: Path) -> None:
+    with _manager(tmp_path, user="alice") as alice, _manager(tmp_path, user="bob") as bob:
+        alice.add_many([_turn("alice talks about her divorce", 0, session="chat")])
+        b = bob.add_many([_turn("bob says hello", 1, session="chat")])[0]
+        assert bob.bundle.records.lexical_search("bob", ["divorc"], types=None, limit=5) == {}
+        assert b.id in _lexical_ids(bob, "hello")
+
+
+def test_reopening_with_another_window_reindexes(tmp_path: Path) -> None:
+    with _manager(tmp_path, window=0) as mm:
+        q, a = mm.add_many([_turn("Where did you go hiking?", 0), _turn("Up to the lake.", 1)])
+        assert _lexical_ids(mm, "hike") == {q.id}
+    with _manager(tmp_path, window=1) as mm:
+        assert _lexical_ids(mm, "hike") == {q.id, a.id}
+        assert actual_documents(mm.bundle.records) == expected_documents(mm.bundle.records)
+
+
+def test_out_of_order_adds_place_a_turn_by_its_time(tmp_path: Path) -> None:
+    with _manager(tmp_path, window=1) as mm:
+        first, third = mm.add_many([_turn("alpha", 0), _turn("gamma", 2)])
+        second = mm.add_many([_turn("beta", 1)])[0]
+        assert _lexical_ids(mm, "alpha") == {first.id, second.id}  # alpha-beta, not alpha-gamma
+        assert _lexical_ids(mm, "gamma") == {second.id, third.id}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_index_matches_a_from_scratch_composition_after_random_operations(tmp_path: Path, seed: int) -> None:
+    rnd = random.Random(seed)
+    words = ["apple", "river", "guitar", "paris", "kitten", "chess", "tea", "rain"]
+    with _manager(tmp_path, window=rnd.choice([1, 2, 3])) as mm:
+        live: list[str] = []
+        deleted: list[str] = []
+        for step in range(60):
+            op = rnd.random()
+            if op < 0.45 or not live:
+                batch = [_turn(f"{rnd.choice(words)} {rnd.choice(words)} {step}", rnd.randrange(40),
+                               session=rnd.choice(["s1", "s2", None])) for _ in range(rnd.randint(1, 4))]
+                live += [m.id for m in mm.add_many(batch)]
+            elif op < 0.6:
+                mm.remove(victim := rnd.choice(live))
+                live.remove(victim)
+            elif op < 0.75:
+                mid = rnd.choice(live)
+                mm.update(mid, content=f"{rnd.choice(words)} changed {step}")
+            elif op < 0.9:
+                mid = rnd.choice(live)
+                indexing.soft_delete(mm, [mm.get(mid)], "test")
+                live.remove(mid)
+                deleted.append(mid)
+            elif deleted:
+                mid = deleted.pop(rnd.randrange(len(deleted)))
+                mm.restore(mid)
+                live.append(mid)
+            store = mm.bundle.records
+            assert actual_documents(store) == expected_documents(store), f"step {step}"
