@@ -70,11 +70,25 @@ def test_fuse_dense_reproduces_raw_cosine():
 
 
 def test_fuse_convex_hand_computed():
-    # a: dense' = (0.85-0.7)/0.3 = 0.5; lex' = 2/4 = 0.5 -> 0.6*0.5 + 0.4*0.5 = 0.5
-    # b: only lexical, best -> 0.4*1.0 = 0.4
+    # lifted cosines: a (0.85-0.7)/0.3 = 0.5, b (no dense hit) 0 -> min-max over candidates: a 1, b 0,
+    # times confidence min(1, 0.5/0.5) = 1; lex' = 2/4 and 4/4
+    # a: 0.6*1.0 + 0.4*0.5 = 0.8;  b: 0.6*0 + 0.4*1.0 = 0.4
     rel = fuse({"a": 0.85}, {"a": 2.0, "b": 4.0}, method="convex", dense_weight=0.6, floor=0.7)
-    assert rel["a"].sim == pytest.approx(0.5)
+    assert rel["a"].sim == pytest.approx(0.8)
     assert rel["b"].sim == pytest.approx(0.4)
+    assert (rel["a"].dense, rel["a"].lexical) == (0.85, 0.5)  # the breakdown keeps the raw cosine
+
+
+def test_fuse_convex_trusts_dense_less_when_no_candidate_is_a_confident_match():
+    # best lifted cosine (0.76-0.7)/0.3 = 0.2 < 0.5: the dense side is scaled by 0.2/0.5 = 0.4
+    rel = fuse({"a": 0.76, "b": 0.70}, {}, method="convex", dense_weight=0.6, floor=0.7)
+    assert rel["a"].sim == pytest.approx(0.6 * 0.4)
+    assert rel["b"].sim == 0.0
+
+
+def test_fuse_convex_equal_cosines_keep_their_absolute_value():
+    rel = fuse({"a": 0.85, "b": 0.85}, {}, method="convex", dense_weight=0.6, floor=0.7)
+    assert rel["a"].sim == rel["b"].sim == pytest.approx(0.6 * 0.5)
 
 
 def test_fuse_rrf_top_in_both_is_one():
