@@ -18,7 +18,7 @@ from benchmarks.evaluation import evaluate
 from benchmarks.retrieval import main
 from benchmarks.runner import run_system
 from benchmarks.systems import RetrievalSystem, SystemUnavailableError, build_system, parse_spec
-from benchmarks.systems.hello_memory import memory_payload
+from benchmarks.systems.hello_memory import memory_payload, query_input
 from benchmarks.systems.hybrid import HybridSystem, rrf
 from benchmarks.systems.views import named_speaker_mask, query_text, with_metadata, with_neighbours
 
@@ -450,6 +450,13 @@ def test_memory_payload_for_hello_memory():
         "session_id": "1",
     }
     assert "created_at" not in memory_payload(Doc("m", "x"))
+
+
+def test_dialogue_queries_reach_hello_memory_as_chat_messages():
+    q = Query("q", "<Bart>: hi <Assistant>: hello", "u", frozenset(),
+              turns=(("Bart", "hi"), ("Assistant", "hello")))
+    assert query_input(q) == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert query_input(Query("p", "When?", "u", frozenset())) == "When?"
 
 
 def test_a_failing_system_is_reported_not_fatal(tmp_path, monkeypatch):
