@@ -157,3 +157,15 @@ def test_index_matches_a_from_scratch_composition_after_random_operations(tmp_pa
                 live.append(mid)
             store = mm.bundle.records
             assert actual_documents(store) == expected_documents(store), f"step {step}"
+
+
+@pytest.mark.parametrize("bad", [-1, 11, 1.5, True, "2"])
+def test_a_bad_window_is_refused_by_the_store(tmp_path: Path, bad: object) -> None:
+    with pytest.raises(ValueError, match="context_window"):
+        SQLiteRecordStore(tmp_path / "r.db", context_window=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [-1, 11, 1.5, "many"])
+def test_a_bad_window_is_refused_by_settings(tmp_path: Path, bad: object) -> None:
+    with pytest.raises(ValueError, match="lexical_context_window"):
+        Settings(home=tmp_path, lexical_context_window=bad)  # environment strings like "2" are parsed
