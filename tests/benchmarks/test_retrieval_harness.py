@@ -275,7 +275,18 @@ def test_with_neighbours_and_rrf():
     assert fused[1] == pytest.approx(2 / 62) and fused[0] == pytest.approx(1 / 61 + 1 / 63)
 
 
-def test_parse_spec_and_registry_errors():
+def _without_mem0(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the mem0 peer unavailable whether or not mem0 is installed here."""
+    from benchmarks.systems import mem0 as mem0_system
+
+    def missing() -> None:
+        raise SystemUnavailableError("mem0 is not installed (test)")
+
+    monkeypatch.setattr(mem0_system, "load_mem0", missing)
+
+
+def test_parse_spec_and_registry_errors(monkeypatch):
+    _without_mem0(monkeypatch)  # an unavailable peer raises, and the CLI skips it
     assert parse_spec("bm25") == ("bm25", {})
     assert parse_spec("rrf_neighbors:window=2,fusion=convex") == (
         "rrf_neighbors",
@@ -332,7 +343,8 @@ def test_runner_with_fake_system_chunks_documents():
 # ---------------------------------------------------------------- CLI end to end
 
 
-def test_cli_end_to_end_bm25_and_dense(tmp_path, capsys):
+def test_cli_end_to_end_bm25_and_dense(tmp_path, capsys, monkeypatch):
+    _without_mem0(monkeypatch)  # an unavailable peer raises, and the CLI skips it
     out, md = tmp_path / "out.json", tmp_path / "out.md"
     code = main(
         [
