@@ -93,7 +93,7 @@ def search(
         (h.score, h.item.id, h) for h in hits if h.item.importance >= min_importance and h.score >= floor
     ]
     ranked += [(h.score, h.row.id, h) for h in light if h.row.importance >= min_importance and h.score >= floor]
-    ranked.sort(key=lambda r: (-r[0], r[1]))
+    ranked.sort(key=lambda r: (-r[0], -_created_ts(r[2]), r[1]))  # ties: the newer memory, then the id
     ranked = ranked[:limit]
     full = mm.bundle.records.fetch([r[1] for r in ranked if isinstance(r[2], _Light)], user_id)
     out = []
@@ -104,6 +104,10 @@ def search(
             out.append(ScoredMemory(item=full[mid], score=h.score, breakdown=h.breakdown))
     mm.bundle.records.touch([h.item.id for h in out], mm._now())
     return out
+
+
+def _created_ts(hit: ScoredMemory | _Light) -> float:
+    return hit.row.created_ts if isinstance(hit, _Light) else hit.item.created_at.timestamp()
 
 
 @dataclass(frozen=True, slots=True)

@@ -415,3 +415,14 @@ def test_long_query_with_unknown_terms_still_matches_lexically(manager):
     noise = " ".join(f"unseenterm{i}" for i in range(40))
     hits = manager.search(f"{noise} 龙井茶", memory_types=["episodic"])
     assert hits and hits[0].item.id == item.id and hits[0].breakdown["lexical"] > 0
+
+
+def test_equal_scores_rank_the_newer_memory_first(tmp_path, fake_embedder):
+    old_day, new_day = datetime(2020, 1, 1, tzinfo=timezone.utc), datetime(2020, 6, 1, tzinfo=timezone.utc)
+    with MemoryManager(Settings(home=tmp_path), user_id="u", embedder=fake_embedder) as mm:
+        # far in the past: recency is at its 0.1 floor for both, so the two scores tie exactly
+        older = mm.add("same words here", memory_type="episodic", created_at=old_day)
+        newer = mm.add("same words here", memory_type="episodic", created_at=new_day)
+        hits = mm.search("same words here", memory_types=["episodic"], limit=2)
+        assert hits[0].score == hits[1].score
+        assert [h.item.id for h in hits] == [newer.id, older.id]

@@ -62,3 +62,4 @@ def test_search_with_messages_ranks_what_the_user_talked_about(tmp_path: Path) -
         assert [h.item.id for h in hits] == [pottery.id]
         with pytest.raises(InvalidInputError):
             mm.search([{"role": "user"}])
+
