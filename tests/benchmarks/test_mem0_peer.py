@@ -118,7 +118,7 @@ def test_registry_builds_mem0_on_the_shared_encoder_with_telemetry_off(
 ) -> None:
     import mem0.memory.telemetry
 
-    monkeypatch.setattr(mem0_peer, "shared_encoder", lambda cache_dir: HashEncoder())
+    monkeypatch.setattr(mem0_peer, "default_encoder", lambda cache_dir: HashEncoder())
     system = build_system("mem0")
     try:
         system.index("c", _docs("gamma", 4))
