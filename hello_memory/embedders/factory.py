@@ -101,7 +101,7 @@ def make_embedder(settings: Settings) -> Embedder:
     if kind == "e5":
         from hello_memory.embedders.e5 import E5Embedder
 
-        return E5Embedder()
+        return E5Embedder(engine=settings.e5_engine)
     if kind == "sentence-transformers":
         from hello_memory.embedders.sentence_transformers import SentenceTransformerEmbedder
 

