@@ -187,6 +187,7 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         ):
             raise ValueError(f"context_window must be an integer in [0, 10], not {context_window!r}")
         self.context_window = context_window
+        self._df_cache = {}
         super().__init__(path)
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
@@ -286,6 +287,7 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
             if rowid is None:
                 continue
             neighbours.update(self._context_rowids(conn, rowid))
+            self._fts_changed()
             conn.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
             conn.execute("DELETE FROM memories WHERE rowid=?", (rowid,))
             conn.execute("DELETE FROM facts WHERE memory_id=?", (mid,))
@@ -295,6 +297,7 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         """Drop a memory's lexical tokens (soft delete: call after setting ``deleted_at``)."""
         rowid = self._rowid(conn, memory_id)
         if rowid is not None:
+            self._fts_changed()
             conn.execute("DELETE FROM memories_fts WHERE rowid=?", (rowid,))
             self._refresh(conn, self._context_rowids(conn, rowid), include_context=False)
 
@@ -528,6 +531,7 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         """Delete every row of ``user_id`` in every table; returns counts per table."""
         with self.transaction() as conn:
             scope = scope_token(user_id)
+            self._forget_frequencies()
             fts = conn.execute("DELETE FROM memories_fts WHERE scope=?", (scope,)).rowcount
             counts = {"lexical": fts}
             for table in ("memories", "history", "pending", "facts"):
@@ -548,6 +552,7 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         """
         with self._lock:
             try:
+                self._forget_frequencies()
                 self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('rebuild')")
                 if vacuum:
                     self.conn.execute("VACUUM")

@@ -9,12 +9,14 @@ or leave a turn unreachable through the question that preceded it.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from hello_memory import MemoryManager, Settings, indexing
+from hello_memory.stores import sqlite_lexical
 from hello_memory.stores.sqlite import SQLiteRecordStore, scope_token
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 
@@ -127,36 +129,63 @@ def test_out_of_order_adds_place_a_turn_by_its_time(tmp_path: Path) -> None:
         assert _lexical_ids(mm, "gamma") == {second.id, third.id}
 
 
+WORDS = ["apple", "river", "guitar", "paris", "kitten", "chess", "tea", "rain"]
+
+
+def _random_operations(mm: MemoryManager, rnd: random.Random, steps: int) -> Iterator[int]:
+    """Random adds, removes, updates, soft deletes and restores; yields after each step."""
+    live: list[str] = []
+    deleted: list[str] = []
+    for step in range(steps):
+        op = rnd.random()
+        if op < 0.45 or not live:
+            batch = [_turn(f"{rnd.choice(WORDS)} {rnd.choice(WORDS)} {step}", rnd.randrange(40),
+                           session=rnd.choice(["s1", "s2", None])) for _ in range(rnd.randint(1, 4))]
+            live += [m.id for m in mm.add_many(batch)]
+        elif op < 0.6:
+            mm.remove(victim := rnd.choice(live))
+            live.remove(victim)
+        elif op < 0.75:
+            mid = rnd.choice(live)
+            mm.update(mid, content=f"{rnd.choice(WORDS)} changed {step}")
+        elif op < 0.9:
+            mid = rnd.choice(live)
+            indexing.soft_delete(mm, [mm.get(mid)], "test")
+            live.remove(mid)
+            deleted.append(mid)
+        elif deleted:
+            mid = deleted.pop(rnd.randrange(len(deleted)))
+            mm.restore(mid)
+            live.append(mid)
+        yield step
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_index_matches_a_from_scratch_composition_after_random_operations(tmp_path: Path, seed: int) -> None:
     rnd = random.Random(seed)
-    words = ["apple", "river", "guitar", "paris", "kitten", "chess", "tea", "rain"]
     with _manager(tmp_path, window=rnd.choice([1, 2, 3])) as mm:
-        live: list[str] = []
-        deleted: list[str] = []
-        for step in range(60):
-            op = rnd.random()
-            if op < 0.45 or not live:
-                batch = [_turn(f"{rnd.choice(words)} {rnd.choice(words)} {step}", rnd.randrange(40),
-                               session=rnd.choice(["s1", "s2", None])) for _ in range(rnd.randint(1, 4))]
-                live += [m.id for m in mm.add_many(batch)]
-            elif op < 0.6:
-                mm.remove(victim := rnd.choice(live))
-                live.remove(victim)
-            elif op < 0.75:
-                mid = rnd.choice(live)
-                mm.update(mid, content=f"{rnd.choice(words)} changed {step}")
-            elif op < 0.9:
-                mid = rnd.choice(live)
-                indexing.soft_delete(mm, [mm.get(mid)], "test")
-                live.remove(mid)
-                deleted.append(mid)
-            elif deleted:
-                mid = deleted.pop(rnd.randrange(len(deleted)))
-                mm.restore(mid)
-                live.append(mid)
+        for step in _random_operations(mm, rnd, 60):
             store = mm.bundle.records
             assert actual_documents(store) == expected_documents(store), f"step {step}"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cached_term_frequencies_select_the_same_terms_as_exact_counts(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_lexical, "COMMON_TERM_DOCS", 6)  # so that common terms come and go
+    rnd = random.Random(seed)
+    with _manager(tmp_path, window=rnd.choice([0, 1, 2])) as mm:
+        store = mm.bundle.records
+        reused = 0
+        for step in _random_operations(mm, rnd, 80):
+            terms = rnd.sample(WORDS, 4)
+            cached = store._selective_terms(terms)
+            reused += sum(t in store._df_cache for t in terms)
+            kept, store._df_cache = store._df_cache, {}
+            assert cached == store._selective_terms(terms), f"step {step}"
+            store._df_cache = kept
+        assert reused > 0  # the cache was exercised, not bypassed
 
 
 @pytest.mark.parametrize("bad", [-1, 11, 1.5, True, "2"])
