@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
 
 MIN_CANDIDATES = 50
+_COLLECTION_TIERS = {"memories": {MemoryType.EPISODIC, MemoryType.SEMANTIC}}  # perceptual_*: perceptual only
 
 
 def _types(mm: MemoryManager, memory_types: Sequence[Any] | None) -> list[MemoryType]:
@@ -142,7 +143,10 @@ def _vector_tiers(
     qvec = mm.embedder.embed([query], kind="query")[0]
     dense: dict[str, float] = {}
     for collection, tier_types in _collections(mm, types):
-        where = _filter(user_id, tier_types, session_id, window)
+        # A collection holds only its own tiers: asking for all of them needs no type condition,
+        # which costs qdrant a payload check per point when one user holds most of them.
+        held = _COLLECTION_TIERS.get(collection, {MemoryType.PERCEPTUAL})
+        where = _filter(user_id, None if held <= set(tier_types) else tier_types, session_id, window)
         for hit in mm.bundle.vectors.search(collection, qvec, limit=n, where=where):
             dense[hit.id] = max(hit.score, dense.get(hit.id, -1.0))
     lexical = (
@@ -189,8 +193,11 @@ def _collections(mm: MemoryManager, types: Sequence[MemoryType]) -> list[tuple[s
     return out
 
 
-def _filter(user_id: str, types: list[MemoryType], session_id: str | None, window: Any) -> Filter:
-    equals: dict[str, Any] = {"user_id": user_id, "memory_type": [t.value for t in types]}
+def _filter(user_id: str, types: list[MemoryType] | None, session_id: str | None, window: Any) -> Filter:
+    """Payload filter of a vector search; ``types=None`` adds no memory-type condition."""
+    equals: dict[str, Any] = {"user_id": user_id}
+    if types is not None:
+        equals["memory_type"] = [t.value for t in types]
     if session_id is not None:
         equals["session_id"] = session_id
     ranges = {"created_ts": Range(gte=window[0], lte=window[1])} if window else {}

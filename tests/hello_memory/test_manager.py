@@ -426,3 +426,24 @@ def test_equal_scores_rank_the_newer_memory_first(tmp_path, fake_embedder):
         hits = mm.search("same words here", memory_types=["episodic"], limit=2)
         assert hits[0].score == hits[1].score
         assert [h.item.id for h in hits] == [newer.id, older.id]
+
+
+def test_type_condition_only_when_a_collection_holds_other_tiers(manager, monkeypatch):
+    semantic = manager.add_many([{"content": f"green tea note {i}", "memory_type": "semantic"} for i in range(60)])
+    episodic = manager.add_many([{"content": f"green tea note {i}", "memory_type": "episodic"} for i in range(3)])
+    seen = []
+    search = manager.bundle.vectors.search
+
+    def spy(collection, vector, *, limit, where=None):
+        seen.append((collection, dict(where.equals)))
+        return search(collection, vector, limit=limit, where=where)
+
+    monkeypatch.setattr(manager.bundle.vectors, "search", spy)
+    # 60 semantic near-duplicates outnumber the 50 candidates: only a type condition finds the episodic ones.
+    hits = manager.search("green tea note", memory_types=["episodic"], limit=3)
+    assert {h.item.id for h in hits} == {m.id for m in episodic}
+    assert seen[-1] == ("memories", {"user_id": manager.user_id, "memory_type": ["episodic"]})
+    hits = manager.search("green tea note", limit=10)
+    assert seen[-1] == ("memories", {"user_id": manager.user_id})  # every tier it holds: no condition
+    assert {h.item.memory_type for h in hits} <= {MemoryType.EPISODIC, MemoryType.SEMANTIC}
+    assert len(hits) == 10 and {h.item.id for h in hits} <= {m.id for m in semantic + episodic}
