@@ -187,7 +187,7 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         ):
             raise ValueError(f"context_window must be an integer in [0, 10], not {context_window!r}")
         self.context_window = context_window
-        self._df_cache = {}
+        self._df_cache, self._user_docs = {}, {}
         super().__init__(path)
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
@@ -476,10 +476,12 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         time_range: tuple[float | None, float | None] | None = None,
     ) -> dict[str, float]:
         """BM25 (higher is better) of the user's live memories matching any of ``tokens``."""
-        terms = self._selective_terms(list(dict.fromkeys(fts_tokens(tokens))))
+        terms, postings = self._selective_terms(list(dict.fromkeys(fts_tokens(tokens))))
         if not terms:
             return {}
-        match = f'scope:"{scope_token(user_id)}" AND tokens:(' + " OR ".join(f'"{t}"' for t in terms) + ")"
+        match = "tokens:(" + " OR ".join(f'"{t}"' for t in terms) + ")"
+        if self._scope_pays(user_id, postings):
+            match = f'scope:"{scope_token(user_id)}" AND {match}'
         where, params = self._where(user_id, types, False, session_id, time_range, alias="m")
         sql = (
             "SELECT m.id, bm25(memories_fts, 0.0, 1.0) AS s FROM memories_fts "

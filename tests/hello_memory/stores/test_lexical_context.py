@@ -19,6 +19,7 @@ from hello_memory import MemoryManager, Settings, indexing
 from hello_memory.stores import sqlite_lexical
 from hello_memory.stores.sqlite import SQLiteRecordStore, scope_token
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
+from hello_memory.text import lexical_tokens
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
@@ -180,10 +181,10 @@ def test_cached_term_frequencies_select_the_same_terms_as_exact_counts(
         reused = 0
         for step in _random_operations(mm, rnd, 80):
             terms = rnd.sample(WORDS, 4)
-            cached = store._selective_terms(terms)
+            cached = store._selective_terms(terms)[0]
             reused += sum(t in store._df_cache for t in terms)
             kept, store._df_cache = store._df_cache, {}
-            assert cached == store._selective_terms(terms), f"step {step}"
+            assert cached == store._selective_terms(terms)[0], f"step {step}"
             store._df_cache = kept
         assert reused > 0  # the cache was exercised, not bypassed
 
@@ -198,3 +199,39 @@ def test_a_bad_window_is_refused_by_the_store(tmp_path: Path, bad: object) -> No
 def test_a_bad_window_is_refused_by_settings(tmp_path: Path, bad: object) -> None:
     with pytest.raises(ValueError, match="lexical_context_window"):
         Settings(home=tmp_path, lexical_context_window=bad)  # environment strings like "2" are parsed
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lexical_results_are_the_same_with_or_without_the_scope_token(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scope token only chooses a plan: the JOIN on user_id isolates users on its own."""
+    rnd = random.Random(seed)
+    users = {"alice": 120, "bob": 15, "carol": 3}
+    ids: dict[str, set[str]] = {}
+    with _manager(tmp_path) as mm:
+        for user, n in users.items():
+            turns = [{**_turn(f"{rnd.choice(WORDS)} {rnd.choice(WORDS)} {user} {i}", i, rnd.choice(["s1", None])),
+                      "user_id": user} for i in range(n)]  # fmt: skip
+            ids[user] = {m.id for m in mm.add_many(turns)}
+        store, found = mm.bundle.records, 0
+        for _ in range(30):
+            user, words = rnd.choice(list(users)), rnd.sample([*WORDS, *users], 3)
+            plans = []
+            for scoped in (True, False):
+                monkeypatch.setattr(store, "_scope_pays", lambda *_a, s=scoped: s)
+                plans.append(store.lexical_search(user, lexical_tokens(" ".join(words)), types=None, limit=20))
+            assert plans[0] == plans[1]
+            assert set(plans[1]) <= ids[user]
+            found += len(plans[1])
+        assert found > 100
+
+
+def test_the_scope_token_is_used_only_when_the_user_has_fewer_memories_than_the_terms_match(tmp_path: Path) -> None:
+    with _manager(tmp_path) as mm:
+        mm.add_many([_turn(f"tea {i}", i, session=None) for i in range(30)] + [_turn("rare word", 99, None)])
+        store = mm.bundle.records
+        assert store._selective_terms(["tea", "rare"]) == (["rare", "tea"], 31)
+        assert not store._scope_pays("alice", 1)  # 31 memories: walking them costs more than 1 posting
+        assert store._scope_pays("alice", 32)
+        assert store._scope_pays("alice", None)  # a single term is not counted
