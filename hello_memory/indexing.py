@@ -65,6 +65,13 @@ def collection_for(item: MemoryItem) -> str:
     return MEMORY_COLLECTION
 
 
+def collection_tiers(name: str) -> frozenset[MemoryType]:
+    """The tiers whose memories :func:`collection_for` puts in collection ``name``."""
+    if name == MEMORY_COLLECTION:
+        return frozenset({MemoryType.EPISODIC, MemoryType.SEMANTIC})
+    return frozenset({MemoryType.PERCEPTUAL})
+
+
 def infer_modality(path: str | None) -> Modality:
     """Modality from a file extension (``photo.jpg`` → image); ``text`` without a path."""
     if not path:

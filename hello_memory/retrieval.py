@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hello_memory import lifecycle, semantic
+from hello_memory import indexing, lifecycle, semantic
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import MemoryType, ScoredMemory
 from hello_memory.queries import MAX_QUERY_CHARS, conversation_query
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
 
 MIN_CANDIDATES = 50
-_COLLECTION_TIERS = {"memories": {MemoryType.EPISODIC, MemoryType.SEMANTIC}}  # perceptual_*: perceptual only
 
 
 def _types(mm: MemoryManager, memory_types: Sequence[Any] | None) -> list[MemoryType]:
@@ -145,7 +144,7 @@ def _vector_tiers(
     for collection, tier_types in _collections(mm, types):
         # A collection holds only its own tiers: asking for all of them needs no type condition,
         # which costs qdrant a payload check per point when one user holds most of them.
-        held = _COLLECTION_TIERS.get(collection, {MemoryType.PERCEPTUAL})
+        held = indexing.collection_tiers(collection)
         where = _filter(user_id, None if held <= set(tier_types) else tier_types, session_id, window)
         for hit in mm.bundle.vectors.search(collection, qvec, limit=n, where=where):
             dense[hit.id] = max(hit.score, dense.get(hit.id, -1.0))
