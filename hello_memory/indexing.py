@@ -112,6 +112,8 @@ def build_item(
         meta.setdefault("encoder", "text-proxy")  # the caption/description is what is embedded
     if kwargs.get("agent_id") is not None:
         check_id(kwargs["agent_id"], "agent_id")
+    if "participants" in kwargs:
+        kwargs["participants"] = _check_participants(kwargs["participants"])
     try:
         item = MemoryItem(
             user_id=user_id,
@@ -128,6 +130,16 @@ def build_item(
         raise InvalidInputError(f"invalid memory fields: {e}") from e
     _check_storable(item)
     return item
+
+
+def _check_participants(value: Any) -> list[str]:
+    """Participants are names (search prefers memories whose participant a query names)."""
+    if not isinstance(value, list | tuple):
+        raise InvalidInputError("participants must be a list of names", field="participants")
+    names = [v.strip() if isinstance(v, str) else v for v in value]
+    if not all(isinstance(v, str) and v for v in names):
+        raise InvalidInputError("participants must be non-empty names (strings)", field="participants")
+    return list(dict.fromkeys(names))
 
 
 def _check_storable(item: MemoryItem) -> None:

@@ -12,7 +12,7 @@ from hello_memory import indexing, lifecycle, semantic
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import MemoryType, ScoredMemory
 from hello_memory.queries import MAX_QUERY_CHARS, conversation_query
-from hello_memory.relevance import Relevance, dense_floor, fuse
+from hello_memory.relevance import Relevance, dense_floor, fuse, named_participants, prefer_participants
 from hello_memory.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
 from hello_memory.stores.base import Filter, Range
 from hello_memory.stores.sqlite import ScoreRow
@@ -172,6 +172,12 @@ def _vector_tiers(
         dense_weight=mm.settings.dense_weight,
         floor=dense_floor(mm.embedder.name),
     )
+    if mm.settings.participant_weight > 0:
+        named = named_participants(query, {p for r in rows.values() for p in r.participants})
+        if named:
+            rel = prefer_participants(
+                rel, {k: r.participants for k, r in rows.items()}, named, mm.settings.participant_weight
+            )
     now = mm._now().timestamp()
     return [_score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now) for mid, r in rows.items()]
 
@@ -240,4 +246,4 @@ def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float) -> _Light
         score, terms = perceptual_score(rel.sim, age_h, row.importance)
     else:
         score, terms = episodic_score(rel.sim, age_h, row.importance)
-    return _Light(row, score, {"dense": rel.dense, "lexical": rel.lexical, **terms})
+    return _Light(row, score, {"dense": rel.dense, "lexical": rel.lexical, "participant": rel.participant, **terms})

@@ -82,6 +82,13 @@ class Settings(BaseSettings):
         description="session neighbours (before and after) indexed lexically with each episodic memory; "
         "a property of the data directory, re-indexed when it changes",
     )
+    participant_weight: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="how far a memory whose participant the query names is moved towards sim 1 "
+        "(0 turns it off; the paper profile uses 0)",
+    )
     min_score: float = Field(default=0.0, ge=0, le=2, description="absolute floor on the final score")
 
     # working memory (seed 002 §2.2)

@@ -42,6 +42,9 @@ class AddArgs(ActionArgs):
     concept: str | None = Field(None, max_length=200, description="Main concept of a semantic memory.")
     file_path: str | None = Field(None, max_length=4096,
                                   description="Media file a perceptual memory describes.")
+    participants: list[str] | None = Field(None, max_length=20, description=(
+        "People (names) who said or took part in this memory; a search that names one of them "
+        "ranks their memories higher."))
     metadata: dict[str, Any] | None = Field(None, description="Other key-value data to keep with the memory.")
 
 

@@ -111,6 +111,7 @@ class MemoryTool(Tool):
         item = self.manager.add(
             a.content, memory_type=a.memory_type, importance=a.importance, user_id=self.user_id,
             session_id=a.session_id or self.session_id, metadata=meta, event_type=a.event_type,
+            participants=a.participants,
         )
         return m.MemoryAdded(memory=m.MemoryView.of(item))
 

@@ -1,9 +1,9 @@
 """hello-memory through its public API only: ``hello_memory`` (default profile) and ``paper``.
 
 Each corpus is one user of a :class:`hello_memory.MemoryManager` living in a temporary home;
-docs are added as episodic memories carrying ``metadata["doc_id"]``, and a search maps hits back
-to those ids. The ``paper`` profile is the seed's formulas with dense-only similarity
-(``Settings(fusion="dense")``).
+docs are added as episodic memories carrying ``metadata["doc_id"]`` (and a named speaker as their
+participant), and a search maps hits back to those ids. The ``paper`` profile is the seed's
+formulas with dense-only similarity (``Settings(fusion="dense", participant_weight=0)``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from benchmarks.datasets.base import Doc, Query
 from benchmarks.systems.base import SystemContext, SystemUnavailableError
 from benchmarks.systems.views import ASSISTANT_SPEAKERS
 
-PROFILES: dict[str, dict[str, Any]] = {"default": {}, "paper": {"fusion": "dense"}}
+PROFILES: dict[str, dict[str, Any]] = {"default": {}, "paper": {"fusion": "dense", "participant_weight": 0.0}}
+ROLE_SPEAKERS = ASSISTANT_SPEAKERS | {"user", "human"}
 ADD_BATCH = 256
 
 
@@ -33,6 +34,8 @@ def memory_payload(doc: Doc) -> dict[str, Any]:
         item["created_at"] = doc.created_at
     if doc.session_id is not None:
         item["session_id"] = doc.session_id
+    if doc.speaker and doc.speaker.lower() not in ROLE_SPEAKERS:
+        item["participants"] = [doc.speaker]  # a chat turn's participant is its speaker
     return item
 
 

@@ -122,6 +122,7 @@ class ScoreRow:
     valid_to_ts: float | None
     modality: str | None
     entity_ids: tuple[str, ...]
+    participants: tuple[str, ...] = ()
 
 
 # Columns added after the first release of the schema, with how to fill them from ``fields``.
@@ -404,13 +405,22 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
             rows = self.query(
-                "SELECT id, memory_type, importance, created_at, session_id, valid_to, modality, entity_ids "
+                "SELECT id, memory_type, importance, created_at, session_id, valid_to, modality, entity_ids, "
+                "json_extract(fields, '$.participants') "
                 f"FROM memories WHERE id IN ({','.join('?' * len(part))}) AND +user_id=? AND deleted_at IS NULL",
                 [*part, user_id],
             )
             for r in rows:
                 out[r[0]] = ScoreRow(
-                    r[0], MemoryType(r[1]), r[2], r[3], r[4], r[5], r[6], tuple(r[7].split()) if r[7] else ()
+                    r[0],
+                    MemoryType(r[1]),
+                    r[2],
+                    r[3],
+                    r[4],
+                    r[5],
+                    r[6],
+                    tuple(r[7].split()) if r[7] else (),
+                    tuple(json.loads(r[8])) if r[8] and r[8] != "[]" else (),
                 )
         return out
 

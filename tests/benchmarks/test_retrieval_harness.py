@@ -460,8 +460,10 @@ def test_memory_payload_for_hello_memory():
         "metadata": {"doc_id": "D1:1", "speaker": "Caroline"},
         "created_at": when,
         "session_id": "1",
+        "participants": ["Caroline"],
     }
     assert "created_at" not in memory_payload(Doc("m", "x"))
+    assert "participants" not in memory_payload(Doc("m", "x", speaker="user"))  # a role, not a name
 
 
 def test_dialogue_queries_reach_hello_memory_as_chat_messages():

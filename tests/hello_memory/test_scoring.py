@@ -95,3 +95,24 @@ def test_fuse_rrf_top_in_both_is_one():
     rel = fuse({"a": 0.9, "b": 0.1}, {"a": 5.0, "b": 1.0}, method="rrf", dense_weight=0.5, floor=0.0)
     assert rel["a"].sim == pytest.approx(1.0)
     assert rel["b"].sim == pytest.approx((2 / 62) / (2 / 61))
+
+
+def test_named_participants_whole_words_ignore_case_cjk_substrings():
+    from hello_memory.relevance import named_participants
+
+    names = ["Caroline", "Carol", "Al", "小明", "李"]
+    assert named_participants("what did CAROLINE's sister say?", names) == {"Caroline"}
+    assert named_participants("Al and Carol met", names) == {"Al", "Carol"}
+    assert named_participants("Alice met Carolina", names) == frozenset()
+    assert named_participants("小明去哪了", names) == {"小明"}
+    assert named_participants("anything", ["", "  "]) == frozenset()
+
+
+def test_prefer_participants_keeps_sim_in_unit_range():
+    from hello_memory.relevance import Relevance, prefer_participants
+
+    rel = {"a": Relevance(1.0, 0.9, 1.0), "b": Relevance(0.0, 0.7, 0.0), "c": Relevance(0.3, 0.8, 0.2)}
+    out = prefer_participants(rel, {"a": ("X",), "b": ("X", "Y")}, frozenset({"X"}), 0.25)
+    assert (out["a"].sim, out["b"].sim, out["c"].sim) == (1.0, 0.25, pytest.approx(0.225))
+    assert (out["a"].participant, out["c"].participant) == (1.0, 0.0)
+    assert prefer_participants(rel, {"a": ("X",)}, frozenset(), 0.25) == rel

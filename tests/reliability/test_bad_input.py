@@ -141,7 +141,9 @@ for _k, _v in {
     case(f"add-metadata-{_k}", lambda e, v=_v: e.mm.add("fine text", metadata=v))
 for _k, _v in {
     "unknown": {"foo": 1}, "id": {"id": "x"}, "user": {"user": "x"}, "deleted-at": {"deleted_at": "2024-01-01"},
-    "tags-int": {"tags": 5}, "participants-int": {"participants": 5}, "valid-from": {"valid_from": "garbage"},
+    "tags-int": {"tags": 5}, "participants-int": {"participants": 5},
+    "participants-blank": {"participants": ["Ann", "  "]}, "participants-str": {"participants": "Ann"},
+    "participants-none-item": {"participants": [None]}, "valid-from": {"valid_from": "garbage"},
     "event-type-list": {"event_type": ["a"]}, "context-surrogate": {"context": "\ud800"},
     "tags-surrogate": {"tags": ["\udfff"]}, "tags-huge": {"tags": ["t" * 1000] * 1000},
     "outcome-huge": {"outcome": "o" * 1_000_000}, "agent-id-nul": {"agent_id": "a\x00"},

@@ -41,6 +41,16 @@ def test_add_keeps_content_type_importance_session_and_metadata(registry, memory
     assert stored.session_id == memory_tool.session_id
 
 
+def test_participants_named_in_a_search_rank_their_memories_first(registry, memory_tool, call):
+    for name in ("Caroline", "Melanie"):
+        r = call(registry, "memory", {"action": "add", "content": "went to the pottery class on Friday",
+                                      "memory_type": "episodic", "participants": [name]})
+        assert r.ok, r.error
+    r = call(registry, "memory", {"action": "search", "query": "Where did Caroline go on Friday?", "limit": 2})
+    first = memory_tool.manager.get(r.data.hits[0].id, user_id="alice")
+    assert first.participants == ["Caroline"] and r.data.hits[0].breakdown["participant"] == 1.0
+
+
 def test_automatic_session_id_per_instance_unless_given(memory_tool, settings, fake_embedder):
     assert re.match(r"^session_\d{8}_\d{6}_[0-9a-f]{8}$", memory_tool.session_id)
     other = MemoryTool(user_id="alice", manager=memory_tool.manager)
@@ -167,6 +177,8 @@ def shared_memory(tmp_path_factory):
     ('{"action": "update", "memory_id": "00000000-0000-0000-0000-000000000000"}', "at least one of"),
     ('{"action": "consolidate", "from_type": "working", "to_type": "working"}', "must differ"),
     ('{"action": "add", "content": "x", "memory_type": "perceptual"}', "not enabled"),
+    ('{"action": "add", "content": "x", "participants": "Ann"}', "parameter 'participants'"),
+    ('{"action": "add", "content": "x", "participants": ["Ann", " "]}', "non-empty names"),
 ])
 def test_bad_arguments_are_error_results_and_change_nothing(shared_memory, call, args, needle):
     registry, tool = shared_memory
