@@ -1,6 +1,7 @@
 """Fusion of dense and lexical relevance into ``sim`` ∈ [0, 1] (DESIGN §5).
 
-- ``dense``: ``sim = max(0, cosine)`` — reproduces the seed formulas exactly.
+- ``dense``: ``sim = max(0, cosine)`` — reproduces the seed formulas exactly (with
+  ``participant_weight=0``, below).
 - ``convex``: ``sim = a·dense' + (1-a)·lexical'``. ``lexical'`` is BM25 divided by the best BM25
   among the candidates. ``dense'`` lifts the cosine above the embedder's floor (the cosine an
   unrelated pair typically gets: ~0.7 for e5, ~0 for MiniLM), rescales it min–max over the

@@ -22,7 +22,7 @@ from hello_memory.llm.base import LLMClient
 from hello_memory.relevance import dense_floor, fuse
 from hello_memory.runtime import StoreBundle, acquire, release
 from hello_memory.settings import Settings
-from hello_memory.stores.base import Filter, VectorStore
+from hello_memory.stores.base import VectorStore
 from hello_memory.text import lexical_tokens
 from hello_memory.validation import (
     check_budget,
@@ -39,7 +39,7 @@ from rag.store import SQLiteChunkStore
 
 logger = logging.getLogger(__name__)
 
-COLLECTION = "rag_chunks"
+COLLECTION = "rag_passages"
 _ID_NAMESPACE = uuid.UUID("6f9c1d1e-8d0b-4f3c-9a57-5b1f0c2d9e11")
 MAX_TEXT_CHARS = 60_000_000
 
@@ -276,14 +276,8 @@ class RAGPipeline:
         floor = dense_floor(self.embedder.name)
         per_query = []
         best: dict[str, tuple[float, dict[str, float]]] = {}
-        exists = COLLECTION in self.bundle.vectors.collections()
-        where = Filter(equals={"namespace": self.namespace})
         for text, vec in zip(texts, vectors, strict=True):
-            dense = (
-                {h.id: h.score for h in self.bundle.vectors.search(COLLECTION, vec, limit=per, where=where)}
-                if exists
-                else {}
-            )
+            dense = indexer.dense_search(self, vec, per)
             lexical = self.store.lexical_search(self.namespace, lexical_tokens(text), per)
             indexer.fill_dense(self, vec, dense, lexical)
             rel = fuse(

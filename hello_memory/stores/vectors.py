@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from hello_memory.stores.base import VectorStore
 
 #: Payload keys that get a keyword index (the ones memory tiers filter on).
-KEYWORD_INDEX_KEYS = ("user_id", "memory_type", "session_id", "namespace", "document_id", "modality")
+KEYWORD_INDEX_KEYS = (
+    "user_id",
+    "memory_type",
+    "session_id",
+    "namespace",
+    "document_id",
+    "chunk_id",
+    "modality",
+)
 #: Payload keys that get a float (range) index.
 FLOAT_INDEX_KEYS = ("created_ts",)
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from hello_memory.stores.base import Filter, VectorStore
 from hello_memory.stores.sqlite import scope_token
+from rag.indexer import passage_id, passages
+from rag.pipeline import COLLECTION as RAG_COLLECTION
 
 VECTOR_TYPES = ("episodic", "semantic", "perceptual")
 MEMORY_TABLES = ("memories", "history", "pending", "facts")
@@ -84,9 +86,9 @@ def rag_problems(home: Path, vectors: VectorStore) -> list[str]:
     """Half-written RAG state: documents, chunks, FTS rows and chunk vectors must agree."""
     db = home / "rag.db"
     docs = {(r[0], r[1]): r[2] for r in rows(db, "SELECT namespace, document_id, chunks FROM documents")}
-    chunks = rows(db, "SELECT chunk_id, rowid, namespace, document_id FROM chunks")
+    chunks = rows(db, "SELECT chunk_id, rowid, namespace, document_id, text FROM chunks")
     per_doc: dict[tuple[str, str], int] = {}
-    for _, _, ns, doc in chunks:
+    for _, _, ns, doc, _ in chunks:
         per_doc[(ns, doc)] = per_doc.get((ns, doc), 0) + 1
     out = [f"chunks of a missing document: {k}" for k in sorted(set(per_doc) - set(docs))]
     out += [f"document {k} has {per_doc.get(k, 0)} chunks, expected {n}" for k, n in docs.items()
@@ -95,10 +97,13 @@ def rag_problems(home: Path, vectors: VectorStore) -> list[str]:
     rowids = {r[1] for r in chunks}
     out += [f"chunk FTS row without chunk: rowid {r}" for r in sorted(fts - rowids)]
     out += [f"chunk without FTS row: rowid {r}" for r in sorted(rowids - fts)]
-    points = set(vectors.ids("rag_chunks")) if "rag_chunks" in vectors.collections() else set()
-    chunk_ids = {r[0] for r in chunks}
-    out += [f"chunk without vector: {i}" for i in sorted(chunk_ids - points)]
-    out += [f"orphan chunk vector: {i}" for i in sorted(points - chunk_ids)]
+    exists = RAG_COLLECTION in vectors.collections()
+    points = {p.id: p.payload for p in vectors.get(RAG_COLLECTION, vectors.ids(RAG_COLLECTION))} if exists else {}
+    expected = {passage_id(r[0], i): r[0] for r in chunks for i in range(len(passages(r[4])))}
+    out += [f"passage without vector: {i} (chunk {c})" for i, c in sorted(expected.items()) if i not in points]
+    out += [f"orphan passage vector: {i}" for i in sorted(set(points) - set(expected))]
+    out += [f"passage vector names another chunk: {i}" for i, c in sorted(expected.items())
+            if i in points and points[i].get("chunk_id") != c]
     out += [f"RAG pending journal entry left: {r}" for r in rows(db, "SELECT * FROM pending")]
     return out
 
@@ -134,8 +139,8 @@ def namespace_residue(home: Path, vectors: VectorStore, namespace: str, document
     equals: dict[str, Any] = {"namespace": namespace}
     if document_id is not None:
         equals["document_id"] = document_id
-    exists = "rag_chunks" in vectors.collections()
-    out["vectors:rag_chunks"] = len(vectors.ids("rag_chunks", Filter(equals=equals))) if exists else 0
+    exists = RAG_COLLECTION in vectors.collections()
+    out[f"vectors:{RAG_COLLECTION}"] = len(vectors.ids(RAG_COLLECTION, Filter(equals=equals))) if exists else 0
     return out
 
 

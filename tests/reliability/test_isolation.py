@@ -27,6 +27,7 @@ from hello_memory.errors import NotFoundError
 from hello_memory.stores.sqlite import scope_token
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from rag import RAGPipeline
+from rag.pipeline import COLLECTION as RAG_COLLECTION
 
 TYPES = ("working", "episodic", "semantic", "perceptual")
 PHRASES = ("Alice lives in Paris", "I like green tea", "the meeting is on Monday", "项目截止日期是周五",
@@ -285,10 +286,10 @@ class RagIsolation(RuleBasedStateMachine):
             assert {d.document_id for d in p.list_documents()} == self.docs[p.namespace]
             assert p.stats().documents == len(self.docs[p.namespace])
         vectors = self.pipes[0].bundle.vectors
-        if "rag_chunks" in vectors.collections():
+        if RAG_COLLECTION in vectors.collections():
             ns_of = dict(rows(self.pipes[0].bundle.home / "rag.db", "SELECT chunk_id, namespace FROM chunks"))
-            for pt in vectors.get("rag_chunks", vectors.ids("rag_chunks")):
-                assert pt.payload["namespace"] == ns_of.get(pt.id)
+            for pt in vectors.get(RAG_COLLECTION, vectors.ids(RAG_COLLECTION)):
+                assert pt.payload["namespace"] == ns_of.get(pt.payload["chunk_id"])
         assert rag_problems(self.pipes[0].bundle.home, vectors) == []
 
 
