@@ -312,11 +312,14 @@ def _migrate_legacy(p: RAGPipeline) -> None:
     vs = p.bundle.vectors
     if LEGACY_COLLECTION not in vs.collections():
         return
-    docs = p.store.query("SELECT namespace, document_id FROM documents ORDER BY namespace, document_id")
-    logger.warning("re-embedding %d document(s) as passages (one-time upgrade of the RAG index)", len(docs))
-    for ns, document_id in docs:
-        _reindex(p, ns, document_id)
-    vs.drop_collection(LEGACY_COLLECTION)
+    with p.bundle.lock:  # pipelines of one process share the stores: one of them upgrades
+        if LEGACY_COLLECTION not in vs.collections():
+            return
+        docs = p.store.query("SELECT namespace, document_id FROM documents ORDER BY namespace, document_id")
+        logger.warning("re-embedding %d document(s) as passages (one-time upgrade of the RAG index)", len(docs))
+        for ns, document_id in docs:
+            _reindex(p, ns, document_id)
+        vs.drop_collection(LEGACY_COLLECTION)
 
 
 def _reindex(p: RAGPipeline, namespace: str, document_id: str) -> None:
