@@ -26,6 +26,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from hello_memory.text import is_cjk
+
 RRF_K = 60
 DENSE_CONFIDENT = 0.5  # lifted cosine of a confident match (cosine 0.85 for e5)
 
@@ -110,15 +112,13 @@ def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
     return {k: r + 1 for r, k in enumerate(ordered)}
 
 
-# Scripts written without spaces between words: a name there is matched as a substring.
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-
 
 def named_participants(query: str, names: Iterable[str]) -> frozenset[str]:
     """The names among ``names`` that ``query`` mentions, ignoring case.
 
-    A name must appear as a whole word ("Al" does not match "Alice"); a name in Chinese or
-    Japanese script, which has no spaces between words, matches as a substring.
+    A name must appear as a whole word ("Al" does not match "Alice"); a name in CJK script
+    matches as a substring (Chinese and Japanese have no spaces between words, Korean attaches
+    particles to names).
 
     Example:
         >>> sorted(named_participants("What did Caroline paint?", ["Caroline", "Mel", "Carol"]))
@@ -132,7 +132,7 @@ def named_participants(query: str, names: Iterable[str]) -> frozenset[str]:
         key = name.strip().casefold()
         if not key:
             continue
-        if _UNSPACED.search(key):
+        if any(is_cjk(c) for c in key):
             found = key in folded
         else:
             found = re.search(rf"(?<!\w){re.escape(key)}(?!\w)", folded) is not None
