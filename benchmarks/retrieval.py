@@ -32,7 +32,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", required=True, choices=DATASETS)
     p.add_argument("--data", type=Path, help="dataset file or directory (default ../shared/data/<dataset>)")
-    p.add_argument("--split", help="longmemeval split: oracle (pooled, default) or s")
+    p.add_argument(
+        "--split",
+        metavar="NAME",
+        help="split file to read from a --data directory: locomo_NAME.json, qa_NAME.json, "
+        "MADial-Bench-LANG-dialogue-NAME.json (default dev); longmemeval: oracle (pooled, default), s, "
+        "or longmemeval_NAME.json[.gz]",
+    )
     p.add_argument("--lang", default="zh", choices=("zh", "en"), help="madial language")
     p.add_argument(
         "--system",
@@ -95,10 +101,15 @@ def _configure_logging(level: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     _configure_logging(logging.INFO if args.verbose else logging.WARNING)
     data = args.data or Path("../shared/data") / args.dataset
-    task = load_task(args.dataset, data, split=args.split, lang=args.lang).limited(args.limit_queries)
+    try:
+        task = load_task(args.dataset, data, split=args.split, lang=args.lang)
+    except (FileNotFoundError, ValueError) as e:
+        parser.error(str(e))
+    task = task.limited(args.limit_queries)
     if args.chunk_chars and task.chunk_chars:
         task = dataclasses.replace(task, chunk_chars=args.chunk_chars)
     depth = args.depth or default_depth(task)

@@ -7,11 +7,52 @@ corpus named by ``Query.corpus_id``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from pathlib import Path
 from typing import Any
+
+DEFAULT_SPLIT = "dev"
+_SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def check_split(split: str) -> str:
+    """``split`` when it is a plain file-name part (letters, digits, ``_ . -``); else ValueError.
+
+    Example:
+        >>> check_split("test")
+        'test'
+    """
+    if not isinstance(split, str) or not _SPLIT_NAME.match(split) or ".." in split:
+        raise ValueError(f"--split must be a plain name such as dev or test, not {split!r}")
+    return split
+
+
+def resolve_file(path: Path, names: Sequence[str], what: str) -> Path:
+    """``path`` itself when it is a file, else the first of ``names`` that exists inside it.
+
+    Raises:
+        FileNotFoundError: naming the files looked for and the files the directory holds, so a
+            held-out split with another file name is one ``--split`` or ``--data FILE`` away.
+    """
+    if path.is_file():
+        return path
+    for name in names:
+        if (path / name).is_file():
+            return path / name
+    held = sorted(p.name for p in path.iterdir() if p.is_file()) if path.is_dir() else []
+    raise FileNotFoundError(
+        f"{what}: no {' or '.join(names)} in {path} (it holds: {', '.join(held) or 'no files'}); "
+        "choose the split with --split NAME or pass the file itself with --data FILE"
+    )
+
+
+def split_suffix(split: str, default: str = DEFAULT_SPLIT) -> str:
+    """``""`` for the default split, else ``"-<split>"`` (task names: ``locomo``, ``locomo-test``)."""
+    return "" if split == default else f"-{split}"
 
 
 @dataclass(frozen=True, slots=True)

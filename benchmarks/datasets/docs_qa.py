@@ -12,19 +12,37 @@ import json
 from pathlib import Path
 
 from benchmarks.chunking import span_id
-from benchmarks.datasets.base import Doc, Match, Query, RetrievalTask
+from benchmarks.datasets.base import (
+    DEFAULT_SPLIT,
+    Doc,
+    Match,
+    Query,
+    RetrievalTask,
+    check_split,
+    resolve_file,
+    split_suffix,
+)
 
 CORPUS = "docs"
 CHUNK_CHARS = 1000
 
 
-def load(path: Path, chunk_chars: int = CHUNK_CHARS) -> RetrievalTask:
-    """Load ``docs/*/master.txt`` and ``qa_dev.json`` from the docs_qa directory."""
+def load(path: Path, chunk_chars: int = CHUNK_CHARS, split: str = DEFAULT_SPLIT) -> RetrievalTask:
+    """Load the questions (``path`` itself, or ``qa_<split>.json`` inside it) and ``docs/*/master.txt``.
+
+    The guides are read from the ``docs`` directory next to the question file.
+
+    Raises:
+        FileNotFoundError: no question file, or no guide next to it.
+    """
+    qa_file = resolve_file(path, [f"qa_{check_split(split)}.json"], "docs_qa")
     docs = [
         Doc(p.parent.name, p.read_text(encoding="utf-8"))
-        for p in sorted((path / "docs").glob("*/master.txt"))
+        for p in sorted((qa_file.parent / "docs").glob("*/master.txt"))
     ]
-    items = json.loads((path / "qa_dev.json").read_text(encoding="utf-8"))
+    if not docs:
+        raise FileNotFoundError(f"docs_qa: no docs/<guide>/master.txt next to {qa_file}")
+    items = json.loads(qa_file.read_text(encoding="utf-8"))
     queries = [
         Query(
             str(it["id"]),
@@ -37,5 +55,10 @@ def load(path: Path, chunk_chars: int = CHUNK_CHARS) -> RetrievalTask:
         if it.get("gold_spans")
     ]
     return RetrievalTask(
-        "docs_qa", {CORPUS: docs}, queries, match=Match.SPAN, unit="span", chunk_chars=chunk_chars
+        f"docs_qa{split_suffix(split)}",
+        {CORPUS: docs},
+        queries,
+        match=Match.SPAN,
+        unit="span",
+        chunk_chars=chunk_chars,
     )

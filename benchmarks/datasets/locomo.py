@@ -14,11 +14,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from benchmarks.datasets.base import Doc, Query, RetrievalTask
+from benchmarks.datasets.base import (
+    DEFAULT_SPLIT,
+    Doc,
+    Query,
+    RetrievalTask,
+    check_split,
+    resolve_file,
+    split_suffix,
+)
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_FILE = "locomo_dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 # Evidence ids are "D<session>:<turn>"; a few are malformed ("D:11:26", "D30:05"): an optional colon
@@ -78,9 +85,10 @@ def _conversation_docs(conv: dict[str, Any]) -> list[Doc]:
     return docs
 
 
-def load(path: Path) -> RetrievalTask:
-    """Load ``locomo_dev.json`` (or a directory holding it)."""
-    path = path / DEFAULT_FILE if path.is_dir() else path
+def load(path: Path, split: str = DEFAULT_SPLIT) -> RetrievalTask:
+    """Load ``path`` itself when it is a file, else ``locomo_<split>.json`` inside it."""
+    split = check_split(split)
+    path = resolve_file(path, [f"locomo_{split}.json"], "locomo")
     samples = json.loads(path.read_text(encoding="utf-8"))
     corpora: dict[str, list[Doc]] = {}
     queries: list[Query] = []
@@ -102,4 +110,4 @@ def load(path: Path) -> RetrievalTask:
     notes = (f"{dropped} evidence ids not found among the turns were dropped",) if dropped else ()
     if dropped:
         logger.info("locomo: dropped %d unknown evidence ids", dropped)
-    return RetrievalTask("locomo", corpora, queries, unit="turn", notes=notes)
+    return RetrievalTask(f"locomo{split_suffix(split)}", corpora, queries, unit="turn", notes=notes)

@@ -2,7 +2,10 @@
 
 Split ``oracle`` pools the evidence sessions of all questions into ONE corpus (identical session
 ids are indexed once), a realistic single-user retrieval task. Split ``s`` keeps one corpus per
-question: its own haystack of about 48 sessions. Only user turns are indexed (doc id
+question: its own haystack of about 48 sessions. Any other split name reads
+``longmemeval_<split>.json[.gz]``; it is pooled when the name starts with ``oracle`` and one haystack
+per question otherwise (``s_test``, ``m_dev``...). A ``--data FILE`` without ``--split`` is pooled
+when its file name contains ``oracle``. Only user turns are indexed (doc id
 ``"{session_id}:{turn_index}"``, ``turn_index`` counting all turns of the session); the
 turn-level gold is the user turns flagged ``has_answer`` in the question's answer sessions (a
 pooled session may be evidence for one question and a distractor for another), the
@@ -20,8 +23,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from benchmarks.datasets.base import Doc, Query, RetrievalTask
+from benchmarks.datasets.base import Doc, Query, RetrievalTask, check_split, resolve_file
 
+# The two splits shipped in ../shared/data, by their short names.
 FILES = {"oracle": "longmemeval_oracle.json.gz", "s": "longmemeval_s_dev.json.gz"}
 POOLED = "pooled"
 
@@ -79,22 +83,40 @@ def _query(item: dict[str, Any], corpus_id: str) -> Query:
     )
 
 
-def load(path: Path, split: str = "oracle") -> RetrievalTask:
-    """Load a LongMemEval split (``oracle`` pooled or ``s``) from a file or its directory."""
-    if split not in FILES:
-        raise ValueError(f"longmemeval split must be one of {sorted(FILES)}, not {split!r}")
-    path = path / FILES[split] if path.is_dir() else path
+def split_files(split: str) -> list[str]:
+    """File names that hold ``split``, in the order they are looked for.
+
+    Example:
+        >>> split_files("s_test")
+        ['longmemeval_s_test.json.gz', 'longmemeval_s_test.json']
+    """
+    names = [FILES[split]] if split in FILES else []
+    return names + [
+        n for n in (f"longmemeval_{split}.json.gz", f"longmemeval_{split}.json") if n not in names
+    ]
+
+
+def load(path: Path, split: str | None = None) -> RetrievalTask:
+    """Load a LongMemEval split from a file or its directory (see the module docstring).
+
+    ``split`` defaults to ``oracle`` for a directory and to the file's own kind for a file.
+    """
+    if split is None:
+        split = ("oracle" if "oracle" in path.name else "s") if path.is_file() else "oracle"
+    split = check_split(split)
+    path = resolve_file(path, split_files(split), "longmemeval")
+    pooled = split.startswith("oracle")
     corpora: dict[str, list[Doc]] = {}
     queries: list[Query] = []
     seen: set[str] = set()
     for item in _read(path):
         abstention = str(item["question_id"]).endswith("_abs")
-        if abstention and split != "oracle":
+        if abstention and not pooled:
             continue  # its haystack would be a corpus without queries
-        cid = POOLED if split == "oracle" else str(item["question_id"])
+        cid = POOLED if pooled else str(item["question_id"])
         docs = corpora.setdefault(cid, [])
         for sid, turns, when in _haystack(item):
-            if split != "oracle" or sid not in seen:
+            if not pooled or sid not in seen:
                 seen.add(sid)
                 docs.extend(_session_docs(sid, turns, when))
         if not abstention:

@@ -2,7 +2,7 @@
 
 Memory bank: ``MADial-Bench-{lang}-memory.json``, one JSON object per line, ``{id: {time, scene,
 emotion, event, user-id}}``; a memory's text is its ``event``. Queries:
-``MADial-Bench-{lang}-dialogue-dev.json``, one dialogue per line; the query is
+``MADial-Bench-{lang}-dialogue-<split>.json`` (``dev`` here), one dialogue per line; the query is
 ``"".join(dialogue[:test_turn[0]])`` without the ``<BOD>`` marker (as the benchmark's own
 script builds it; ``Query.turns`` keeps the parsed ``(speaker, text)`` turns), the gold is
 ``relevant-id``. The memory's ``scene`` and ``emotion`` are kept in ``Doc.metadata``.
@@ -23,7 +23,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from benchmarks.datasets.base import Doc, Query, RetrievalTask
+from benchmarks.datasets.base import (
+    DEFAULT_SPLIT,
+    Doc,
+    Query,
+    RetrievalTask,
+    check_split,
+    resolve_file,
+    split_suffix,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -87,12 +95,14 @@ def dialogue_query(item: dict[str, Any], qid: str) -> Query:
     return Query(qid, "".join(lines).strip(), str(item["user-id"]), gold, turns=turns)
 
 
-def load(path: Path, lang: str = "zh") -> RetrievalTask:
-    """Load MADial-Bench ``lang`` from the directory holding its files."""
+def load(path: Path, lang: str = "zh", split: str = DEFAULT_SPLIT) -> RetrievalTask:
+    """Load MADial-Bench ``lang``: dialogues from ``path`` itself or its
+    ``MADial-Bench-<lang>-dialogue-<split>.json``, memories from the ``-memory.json`` beside them."""
     if lang not in LANGS:
         raise ValueError(f"madial --lang must be one of {LANGS}, not {lang!r}")
-    corpora = load_memories(path / f"MADial-Bench-{lang}-memory.json")
-    items = _read_lines(path / f"MADial-Bench-{lang}-dialogue-dev.json")
+    dialogues = resolve_file(path, [f"MADial-Bench-{lang}-dialogue-{check_split(split)}.json"], "madial")
+    corpora = load_memories(resolve_file(dialogues.parent, [f"MADial-Bench-{lang}-memory.json"], "madial"))
+    items = _read_lines(dialogues)
     queries = [dialogue_query(item, str(item.get("id", i))) for i, item in enumerate(items)]
     known = {(cid, d.doc_id) for cid, docs in corpora.items() for d in docs}
     foreign = sum(1 for q in queries for g in q.gold if (q.corpus_id, g) not in known)
@@ -101,4 +111,4 @@ def load(path: Path, lang: str = "zh") -> RetrievalTask:
     notes = ("one corpus per user-id (the benchmark's convention)",) + (
         (f"{foreign} relevant ids outside the user's memories",) if foreign else ()
     )
-    return RetrievalTask(f"madial-{lang}", corpora, queries, unit="memory", notes=notes)
+    return RetrievalTask(f"madial-{lang}{split_suffix(split)}", corpora, queries, unit="memory", notes=notes)

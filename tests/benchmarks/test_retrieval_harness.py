@@ -255,6 +255,84 @@ def test_docs_qa_loader_and_fixed_chunk_judging(tmp_path):
     assert rep.overall["hit@1"] == 0.0 and rep.overall["hit@2"] == 1.0 and rep.overall["mrr"] == 0.5
 
 
+def test_held_out_splits_are_other_files_chosen_by_split_or_path(tmp_path):
+    """A held-out split is a new file: ``--split NAME`` picks it in a directory, ``--data FILE`` directly."""
+    dev = _locomo_file(tmp_path)
+    test_file = dev.rename(tmp_path / "locomo_test.json")
+    with pytest.raises(FileNotFoundError, match=r"locomo_dev\.json.*holds: locomo_test\.json"):
+        load_task("locomo", tmp_path)
+    by_split, by_path = load_task("locomo", tmp_path, split="test"), load_task("locomo", test_file)
+    assert by_split.name == "locomo-test" and by_path.name == "locomo"
+    assert [q.qid for q in by_split.queries] == [q.qid for q in by_path.queries] and by_split.queries
+    for bad in ("../locomo_test", "a/b", "-x"):
+        with pytest.raises(ValueError, match="plain name"):
+            load_task("locomo", tmp_path, split=bad)
+
+    # docs_qa: the questions file may be passed itself; its guides are the docs/ beside it.
+    guide = tmp_path / "docs" / "g" / "master.txt"
+    guide.parent.mkdir(parents=True)
+    guide.write_text("alpha " * 400)
+    qa = [{"id": "t1", "question": "alpha?", "gold_spans": [{"doc": "g", "start": 0, "end": 5}]}]
+    (tmp_path / "qa_test.json").write_text(json.dumps(qa))
+    for task in (
+        load_task("docs_qa", tmp_path, split="test"),
+        load_task("docs_qa", tmp_path / "qa_test.json"),
+    ):
+        assert [q.gold for q in task.queries] == [{"g#0-5"}] and [d.doc_id for d in task.corpora["docs"]] == [
+            "g"
+        ]
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "qa_x.json").write_text(json.dumps(qa))
+    with pytest.raises(FileNotFoundError, match="no docs/"):
+        load_task("docs_qa", tmp_path / "elsewhere" / "qa_x.json")
+
+    # madial: the memory bank is read from beside the dialogue file.
+    bank = {"9": {"time": "2023-01-01", "event": "Lisa swam.", "user-id": 1}}
+    (tmp_path / "MADial-Bench-en-memory.json").write_text(json.dumps(bank) + "\n")
+    d = {"dialogue": ["<BOD>\n", '<Lisa>: "Hi"\n', "x"], "test-turn": [2], "relevant-id": [9], "user-id": 1}
+    (tmp_path / "MADial-Bench-en-dialogue-test.json").write_text(json.dumps(d) + "\n")
+    for task in (
+        load_task("madial", tmp_path, lang="en", split="test"),
+        load_task("madial", tmp_path / "MADial-Bench-en-dialogue-test.json", lang="en"),
+    ):
+        assert task.queries[0].gold == {"9"} and task.corpora["1"][0].text == "Lisa swam."
+
+
+def test_longmemeval_split_names_choose_pooled_or_per_question(tmp_path):
+    s1 = [{"role": "user", "content": "My dog is Rex.", "has_answer": True}]
+    items = [_lme_item("q1", {"a": s1}, ["a"], "t"), _lme_item("q2", {"a": s1, "b": s1}, ["b"], "t")]
+    for name in ("longmemeval_s_test.json", "longmemeval_oracle_test.json"):
+        (tmp_path / name).write_text(json.dumps(items))
+    assert sorted(load_task("longmemeval", tmp_path, split="s_test").corpora) == ["q1", "q2"]
+    assert list(load_task("longmemeval", tmp_path, split="oracle_test").corpora) == ["pooled"]
+    # A file without --split: its name says which kind it is.
+    assert list(load_task("longmemeval", tmp_path / "longmemeval_oracle_test.json").corpora) == ["pooled"]
+    assert len(load_task("longmemeval", tmp_path / "longmemeval_s_test.json").corpora) == 2
+    with pytest.raises(FileNotFoundError, match="longmemeval_m_dev"):
+        load_task("longmemeval", tmp_path, split="m_dev")
+
+
+def test_cli_reports_a_missing_split_as_a_usage_error(tmp_path, capsys):
+    _locomo_file(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(
+            [
+                "--dataset",
+                "locomo",
+                "--data",
+                str(tmp_path),
+                "--split",
+                "test",
+                "--system",
+                "bm25",
+                "--json",
+                str(tmp_path / "o.json"),
+            ]
+        )
+    assert exit_info.value.code == 2 and "locomo_test.json" in capsys.readouterr().err
+    assert not (tmp_path / "o.json").exists()
+
+
 # ---------------------------------------------------------------- systems and the runner
 
 
@@ -467,8 +545,9 @@ def test_memory_payload_for_hello_memory():
 
 
 def test_dialogue_queries_reach_hello_memory_as_chat_messages():
-    q = Query("q", "<Bart>: hi <Assistant>: hello", "u", frozenset(),
-              turns=(("Bart", "hi"), ("Assistant", "hello")))
+    q = Query(
+        "q", "<Bart>: hi <Assistant>: hello", "u", frozenset(), turns=(("Bart", "hi"), ("Assistant", "hello"))
+    )
     assert query_input(q) == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     assert query_input(Query("p", "When?", "u", frozenset())) == "When?"
 
