@@ -180,9 +180,15 @@ class MemoryManager:
             spec.setdefault("importance", 0.5)
             built.append(
                 indexing.build_item(
-                    self, content=spec["content"], memory_type=spec["memory_type"],
-                    importance=spec["importance"], user_id=spec["user_id"], session_id=spec.get("session_id"),
-                    created_at=spec.get("created_at"), metadata=spec.get("metadata"), fields=extra,
+                    self,
+                    content=spec["content"],
+                    memory_type=spec["memory_type"],
+                    importance=spec["importance"],
+                    user_id=spec["user_id"],
+                    session_id=spec.get("session_id"),
+                    created_at=spec.get("created_at"),
+                    metadata=spec.get("metadata"),
+                    fields=extra,
                 )
             )
         if not built:
@@ -234,11 +240,16 @@ class MemoryManager:
         min_score: float | None = None,
         time_range: tuple[datetime | str | None, datetime | str | None] | None = None,
         session_id: str | None = None,
+        reference_time: datetime | str | None = None,
     ) -> list[ScoredMemory]:
         """One ranked list across tiers by final score, each hit with its score breakdown.
 
         ``query`` is a string or the conversation so far (``[{"role": "user", "content": ...}, ...]``
         or ``(role, content)`` pairs): its human turns become the query (see :mod:`hello_memory.queries`).
+        Times the query names ("yesterday", "three weeks ago", "上周二") are resolved against
+        ``reference_time``, the moment it is asked (default: now; see :mod:`hello_memory.timeref`):
+        memories made then are preferred by ``Settings.time_weight``, unlike ``time_range``, which
+        excludes everything outside it.
         """
         with self.bundle.lock:
             return retrieval.search(
@@ -251,6 +262,7 @@ class MemoryManager:
                 min_score=min_score,
                 time_range=time_range,
                 session_id=session_id,
+                reference_time=reference_time,
             )
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:

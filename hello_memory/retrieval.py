@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,12 +13,20 @@ from hello_memory import indexing, lifecycle, semantic
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import MemoryType, ScoredMemory
 from hello_memory.queries import MAX_QUERY_CHARS, conversation_query
-from hello_memory.relevance import Relevance, dense_floor, fuse, named_participants, prefer_participants
+from hello_memory.relevance import (
+    Relevance,
+    dense_floor,
+    fuse,
+    named_participants,
+    prefer_participants,
+    prefer_times,
+)
 from hello_memory.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
 from hello_memory.stores.base import Filter, Range
 from hello_memory.stores.sqlite import ScoreRow
 from hello_memory.text import lexical_tokens
 from hello_memory.tiers.working import score_working
+from hello_memory.timeref import TimeWindow, memory_fit, time_windows
 from hello_memory.validation import (
     check_datetime,
     check_id,
@@ -66,6 +75,7 @@ def search(
     min_score: float | None,
     time_range: Any,
     session_id: str | None,
+    reference_time: Any = None,
 ) -> list[ScoredMemory]:
     """See :meth:`MemoryManager.search`."""
     if isinstance(query, str):
@@ -78,6 +88,7 @@ def search(
         check_id(session_id, "session_id")
     types = _types(mm, memory_types)
     window = _range(time_range)
+    reference = mm._now() if reference_time is None else check_datetime(reference_time, "reference_time")
     score_floor = check_score(min_score)
     floor = mm.settings.min_score if score_floor is None else score_floor
     hits: list[ScoredMemory] = []
@@ -88,11 +99,14 @@ def search(
     ]
     light: list[_Light] = []
     if vector_types:
-        light = _vector_tiers(mm, query, user_id, vector_types, limit, session_id, window)
+        named_times = time_windows(query, reference) if mm.settings.time_weight > 0 else []
+        light = _vector_tiers(mm, query, user_id, vector_types, limit, session_id, window, named_times)
     ranked: list[tuple[float, str, ScoredMemory | _Light]] = [
         (h.score, h.item.id, h) for h in hits if h.item.importance >= min_importance and h.score >= floor
     ]
-    ranked += [(h.score, h.row.id, h) for h in light if h.row.importance >= min_importance and h.score >= floor]
+    ranked += [
+        (h.score, h.row.id, h) for h in light if h.row.importance >= min_importance and h.score >= floor
+    ]
     ranked.sort(key=lambda r: (-r[0], -_created_ts(r[2]), r[1]))  # ties: the newer memory, then the id
     ranked = ranked[:limit]
     full = mm.bundle.records.fetch([r[1] for r in ranked if isinstance(r[2], _Light)], user_id)
@@ -137,29 +151,35 @@ def _vector_tiers(
     limit: int,
     session_id: str | None,
     window: tuple[float | None, float | None] | None,
+    named_times: Sequence[TimeWindow] = (),
 ) -> list[_Light]:
     n = max(limit * mm.settings.candidate_multiplier, MIN_CANDIDATES)
     qvec = mm.embedder.embed([query], kind="query")[0]
+    # A query that names a time ("two weeks ago") also draws candidates from that time: the
+    # memories it means may share few words with it. The phrase stays in the lexical query: memories
+    # say "last weekend" too (LongMemEval hit@5 0.785 with it, 0.776 without).
+    windows = [window] + ([w] if (w := _named_window(named_times, window)) else [])
+    terms = lexical_tokens(query)
     dense: dict[str, float] = {}
-    for collection, tier_types in _collections(mm, types):
-        # A collection holds only its own tiers: asking for all of them needs no type condition,
-        # which costs qdrant a payload check per point when one user holds most of them.
-        held = indexing.collection_tiers(collection)
-        where = _filter(user_id, None if held <= set(tier_types) else tier_types, session_id, window)
-        for hit in mm.bundle.vectors.search(collection, qvec, limit=n, where=where):
-            dense[hit.id] = max(hit.score, dense.get(hit.id, -1.0))
-    lexical = (
-        {}
-        if mm.settings.fusion == "dense"
-        else mm.bundle.records.lexical_search(
-            user_id,
-            lexical_tokens(query),
-            types=[t.value for t in types],
-            limit=n,
-            session_id=session_id,
-            time_range=window,
-        )
-    )
+    lexical: dict[str, float] = {}
+    for scope in windows:
+        for collection, tier_types in _collections(mm, types):
+            # A collection holds only its own tiers: asking for all of them needs no type condition,
+            # which costs qdrant a payload check per point when one user holds most of them.
+            held = indexing.collection_tiers(collection)
+            where = _filter(user_id, None if held <= set(tier_types) else tier_types, session_id, scope)
+            for hit in mm.bundle.vectors.search(collection, qvec, limit=n, where=where):
+                dense[hit.id] = max(hit.score, dense.get(hit.id, -1.0))
+        if mm.settings.fusion != "dense":
+            found = mm.bundle.records.lexical_search(
+                user_id,
+                terms,
+                types=[t.value for t in types],
+                limit=n,
+                session_id=session_id,
+                time_range=scope,
+            )
+            lexical.update(found)
     hops = semantic.entity_hops(mm, user_id, query) if MemoryType.SEMANTIC in types else {}
     via_graph = semantic.graph_candidates(mm, user_id, hops) if hops else []
     rows = mm.bundle.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)
@@ -178,8 +198,37 @@ def _vector_tiers(
             rel = prefer_participants(
                 rel, {k: r.participants for k, r in rows.items()}, named, mm.settings.participant_weight
             )
+    if named_times:
+        rel = prefer_times(rel, _time_fits(mm, user_id, rows, named_times), mm.settings.time_weight)
     now = mm._now().timestamp()
-    return [_score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now) for mid, r in rows.items()]
+    return [
+        _score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now) for mid, r in rows.items()
+    ]
+
+
+def _time_fits(
+    mm: MemoryManager, user_id: str, rows: dict[str, ScoreRow], named: Sequence[TimeWindow]
+) -> dict[str, float]:
+    """Each candidate's :func:`memory_fit`, its time taken in the timezone the query was asked in."""
+    tz = named[0].start.tzinfo
+    texts = mm.bundle.records.contents(list(rows), user_id)
+    return {
+        mid: memory_fit(named, datetime.fromtimestamp(row.created_ts, tz), texts.get(mid, ""))
+        for mid, row in rows.items()
+    }
+
+
+def _named_window(
+    named: Sequence[TimeWindow], window: tuple[float | None, float | None] | None
+) -> tuple[float | None, float | None] | None:
+    """The span of the named windows (with their slack), inside the caller's ``time_range``."""
+    if not named:
+        return None
+    lo, hi = min(w.bounds[0] for w in named), max(w.bounds[1] for w in named)
+    if window is not None:
+        lo = lo if window[0] is None else max(lo, window[0])
+        hi = hi if window[1] is None else min(hi, window[1])
+    return (lo, hi) if lo <= hi else None
 
 
 def _graph(row: ScoreRow, hops: dict[str, int]) -> float:
@@ -224,7 +273,9 @@ def _collection(row: ScoreRow) -> str:
     return "memories"
 
 
-def _fill_dense(mm: MemoryManager, qvec: np.ndarray, rows: dict[str, ScoreRow], dense: dict[str, float]) -> None:
+def _fill_dense(
+    mm: MemoryManager, qvec: np.ndarray, rows: dict[str, ScoreRow], dense: dict[str, float]
+) -> None:
     """Exact cosine for candidates found only lexically or through the graph."""
     missing: dict[str, list[str]] = {}
     for mid, row in rows.items():
@@ -246,4 +297,5 @@ def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float) -> _Light
         score, terms = perceptual_score(rel.sim, age_h, row.importance)
     else:
         score, terms = episodic_score(rel.sim, age_h, row.importance)
-    return _Light(row, score, {"dense": rel.dense, "lexical": rel.lexical, "participant": rel.participant, **terms})
+    relevance = {"dense": rel.dense, "lexical": rel.lexical, "participant": rel.participant, "time": rel.time}
+    return _Light(row, score, {**relevance, **terms})

@@ -89,6 +89,13 @@ class Settings(BaseSettings):
         description="how far a memory whose participant the query names is moved towards sim 1 "
         "(0 turns it off; the paper profile uses 0)",
     )
+    time_weight: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="how far a memory made in a time the query names ('last week', '三天前') is moved "
+        "towards sim 1 (0 turns it off; the paper profile uses 0)",
+    )
     min_score: float = Field(default=0.0, ge=0, le=2, description="absolute floor on the final score")
 
     # working memory (seed 002 §2.2)

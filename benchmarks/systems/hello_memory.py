@@ -18,7 +18,10 @@ from benchmarks.datasets.base import Doc, Query
 from benchmarks.systems.base import SystemContext, SystemUnavailableError
 from benchmarks.systems.views import ASSISTANT_SPEAKERS
 
-PROFILES: dict[str, dict[str, Any]] = {"default": {}, "paper": {"fusion": "dense", "participant_weight": 0.0}}
+PROFILES: dict[str, dict[str, Any]] = {
+    "default": {},
+    "paper": {"fusion": "dense", "participant_weight": 0.0, "time_weight": 0.0},
+}
 ROLE_SPEAKERS = ASSISTANT_SPEAKERS | {"user", "human"}
 ADD_BATCH = 256
 
@@ -93,8 +96,10 @@ class HelloMemorySystem:
             mm.add_many([memory_payload(d) for d in docs[start : start + ADD_BATCH]])
 
     def search(self, corpus_id: str, query: Query, k: int) -> list[str]:
-        """Doc ids of the top ``k`` episodic hits."""
-        hits = self._manager(corpus_id).search(query_input(query), limit=k, memory_types=["episodic"])
+        """Doc ids of the top ``k`` episodic hits, asked at the query's own time when it has one."""
+        hits = self._manager(corpus_id).search(
+            query_input(query), limit=k, memory_types=["episodic"], reference_time=query.created_at
+        )
         out: list[str] = []
         for hit in hits:
             doc_id = hit.item.metadata.get("doc_id")

@@ -398,6 +398,20 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
                 out[row[0]] = self.from_row(row)
         return out
 
+    def contents(self, ids: Sequence[str], user_id: str) -> dict[str, str]:
+        """The text of the user's live memories among ``ids``."""
+        out: dict[str, str] = {}
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = self.query(
+                f"SELECT id, content FROM memories WHERE id IN ({','.join('?' * len(part))}) "
+                "AND +user_id=? AND deleted_at IS NULL",
+                [*part, user_id],
+            )
+            out.update((r[0], r[1]) for r in rows)
+        return out
+
     def score_rows(self, ids: Sequence[str], user_id: str) -> dict[str, ScoreRow]:
         """The columns search scores with, for the user's live memories among ``ids``."""
         out: dict[str, ScoreRow] = {}

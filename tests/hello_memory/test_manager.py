@@ -429,8 +429,12 @@ def test_equal_scores_rank_the_newer_memory_first(tmp_path, fake_embedder):
 
 
 def test_type_condition_only_when_a_collection_holds_other_tiers(manager, monkeypatch):
-    semantic = manager.add_many([{"content": f"green tea note {i}", "memory_type": "semantic"} for i in range(60)])
-    episodic = manager.add_many([{"content": f"green tea note {i}", "memory_type": "episodic"} for i in range(3)])
+    semantic = manager.add_many(
+        [{"content": f"green tea note {i}", "memory_type": "semantic"} for i in range(60)]
+    )
+    episodic = manager.add_many(
+        [{"content": f"green tea note {i}", "memory_type": "episodic"} for i in range(3)]
+    )
     seen = []
     search = manager.bundle.vectors.search
 
@@ -451,18 +455,25 @@ def test_type_condition_only_when_a_collection_holds_other_tiers(manager, monkey
 
 @pytest.mark.parametrize(
     ("names", "query"),
-    [(("Caroline", "Melanie"), "Where did Melanie go hiking on Sunday?"), (("小明", "小红"), "小红周日去哪里爬山了？")],
+    [
+        (("Caroline", "Melanie"), "Where did Melanie go hiking on Sunday?"),
+        (("小明", "小红"), "小红周日去哪里爬山了？"),
+    ],
 )
 def test_query_naming_a_participant_prefers_their_memories(tmp_path, fake_embedder, names, query):
     day = datetime(2020, 1, 1, tzinfo=timezone.utc)
     text = "went hiking on Sunday, 周日去爬山"
     for weight in (0.0, 0.1):
         with MemoryManager(
-            Settings(home=tmp_path / str(weight), participant_weight=weight), user_id="u", embedder=fake_embedder
+            Settings(home=tmp_path / str(weight), participant_weight=weight),
+            user_id="u",
+            embedder=fake_embedder,
         ) as mm:
             # Same text: without the preference the newer memory (the first name's) wins the tie.
             named = mm.add(text, memory_type="episodic", participants=[names[1]], created_at=day)
-            other = mm.add(text, memory_type="episodic", participants=[names[0]], created_at=day + timedelta(1))
+            other = mm.add(
+                text, memory_type="episodic", participants=[names[0]], created_at=day + timedelta(1)
+            )
             hits = mm.search(query, memory_types=["episodic"], limit=2)
             assert [h.item.id for h in hits] == ([named.id, other.id] if weight else [other.id, named.id])
             assert [h.breakdown["participant"] for h in hits] == ([1.0, 0.0] if weight else [0.0, 0.0])
@@ -474,8 +485,71 @@ def test_participant_names_match_whole_words_and_survive_a_restart(manager):
     manager.add("bought a new bike", memory_type="episodic", participants=["Bob"])
     mm = reopen(manager)
     try:
-        assert mm.search("Did Alice buy a bike?", limit=2)[0].breakdown["participant"] == 0.0  # "Al" ⊄ "Alice"
+        assert (
+            mm.search("Did Alice buy a bike?", limit=2)[0].breakdown["participant"] == 0.0
+        )  # "Al" ⊄ "Alice"
         top = mm.search("Did al buy a bike?", limit=2)[0]
         assert top.item.id == al.id and top.breakdown["participant"] == 1.0
     finally:
         mm.close()
+
+
+@pytest.mark.parametrize(
+    "query", ["What did I cook two weeks ago?", "我两周前做了什么菜？"], ids=["english", "chinese"]
+)
+def test_query_naming_a_time_prefers_memories_from_then(tmp_path, fake_embedder, query):
+    asked = datetime(2024, 6, 14, 12, tzinfo=timezone.utc)
+    for weight in (0.0, 0.3):
+        with MemoryManager(
+            Settings(home=tmp_path / str(weight), time_weight=weight), user_id="u", embedder=fake_embedder
+        ) as mm:
+            # 60 recent memories that share more of the query's words fill the candidate pool; the
+            # curry is drawn in, and ranked first, because the query names the time it was made.
+            for i in range(60):
+                mm.add(
+                    f"cook cooked dinner {i}, 做了菜",
+                    memory_type="episodic",
+                    created_at=asked - timedelta(hours=i + 1),
+                )
+            curry = mm.add(
+                "cooked a lamb curry, 做了咖喱菜",
+                memory_type="episodic",
+                created_at=asked - timedelta(days=14),
+            )
+            hits = mm.search(query, memory_types=["episodic"], limit=5, reference_time=asked)
+            ids = [h.item.id for h in hits]
+            if weight:
+                assert ids[0] == curry.id and hits[0].breakdown["time"] == 1.0
+                assert all(h.breakdown["time"] == 0.0 for h in hits[1:])
+            else:
+                assert curry.id not in ids and all(h.breakdown["time"] == 0.0 for h in hits)
+
+
+def test_time_named_in_a_memory_counts_and_the_reference_defaults_to_now(manager):
+    now = manager._now()
+    said = now - timedelta(days=2)
+    weekend = manager.add("I tried a mojito recipe last weekend", memory_type="episodic", created_at=said)
+    manager.add("I tried a mojito recipe", memory_type="episodic", created_at=said + timedelta(minutes=1))
+    # Said two days ago about last weekend: that is "two weekends ago" only if today is a Monday or
+    # Tuesday; resolve the query against the day it was said instead.
+    top = manager.search("Which mojito recipe did I try last weekend?", limit=2, reference_time=said)[0]
+    assert top.item.id == weekend.id and top.breakdown["time"] == 1.0
+    # No time in the query, or a time no memory is from: the breakdown stays 0 and nothing moves.
+    for q in ("Which mojito recipe did I try?", "Which mojito recipe did I try ten years ago?"):
+        assert {h.breakdown["time"] for h in manager.search(q, limit=2)} == {0.0}
+
+
+@pytest.mark.parametrize("bad", ["yesterday", "2024-13-01", 5])
+def test_reference_time_must_be_a_date_time(manager, bad):
+    with pytest.raises(InvalidInputError, match="reference_time"):
+        manager.search("what did I do yesterday?", reference_time=bad)
+
+
+def test_time_range_still_excludes_what_a_named_time_would_prefer(manager):
+    asked = datetime(2024, 6, 14, 12, tzinfo=timezone.utc)
+    old = manager.add("went to the lake", memory_type="episodic", created_at=asked - timedelta(days=7))
+    new = manager.add("went to the lake", memory_type="episodic", created_at=asked - timedelta(days=1))
+    hits = manager.search(
+        "where did I go a week ago?", reference_time=asked, time_range=(asked - timedelta(days=3), None)
+    )
+    assert [h.item.id for h in hits] == [new.id] and old.id != new.id

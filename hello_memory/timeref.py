@@ -1,0 +1,375 @@
+"""Relative time in queries: "yesterday", "three weeks ago", "last Tuesday", "上周", "三天前".
+
+"What did I mention two weeks ago?" says *when* a memory was made. Neither BM25 nor the embedder
+can use that: the words match every memory that happens to say "weeks ago". :func:`time_windows`
+finds such expressions (English and Chinese) and resolves them against the moment the query is
+asked into :class:`TimeWindow` s. Retrieval then draws candidates from those windows and moves
+memories made inside them towards ``sim`` 1 (``Settings.time_weight``; see
+:mod:`hello_memory.retrieval`).
+
+What is recognised:
+
+- ``N days/weeks/months/years ago`` (digits, number words, "a", "a couple of", "a few", "several"),
+  ``N天前``, ``两周前``, ``三个月前``, ``半年前``, ``几天前``;
+- ``yesterday``, ``last night``, ``today``, ``this morning`` (not "tonight": in a request it is
+  the future), ``the day before yesterday``,
+  ``昨天``, ``昨晚``, ``前天``, ``今天``;
+- calendar periods: ``last/this week|month|year``, ``last weekend``, ``上周``, ``上个月``,
+  ``去年``, ``本周``, ``这个月``, ``今年``, ``上周末``;
+- a weekday: ``last Tuesday``, ``this past Friday``, ``上周二``, ``上星期五``;
+- trailing periods: ``in the past two weeks``, ``over the last month``, ``the past few months``,
+  ``最近三天``, ``过去两个月``, ``近一年``.
+
+A question *about* a time ("how many days ago did I ...?") names no time and yields nothing, and
+neither do "before today" and "until today". People are loose with such phrases (a "two weeks ago"
+event is often 10 or 18 days back), so a window has a core, where the fit is 1, and a ``slack`` that
+grows with the unit, over which the fit falls linearly to 0.
+
+Hand-written rather than a date-parsing library: the ones on PyPI resolve a phrase to one instant,
+not to a window with a tolerance; they are English-first; and they find dates in ordinary words
+("may", "second"). The patterns here are a closed list, each with a test.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+DAY = timedelta(days=1)
+WEEK = timedelta(days=7)
+MONTH = timedelta(days=30.44)
+YEAR = timedelta(days=365.25)
+
+# Core half-width and slack of "N <unit> ago", by unit.
+_AGO = {
+    "day": (0.5 * DAY, DAY),
+    "week": (2 * DAY, 4 * DAY),
+    "month": (7 * DAY, 14 * DAY),
+    "year": (60 * DAY, 120 * DAY),
+}
+_UNIT_LENGTH = {"day": DAY, "week": WEEK, "month": MONTH, "year": YEAR}
+
+_EN_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a couple": 2,
+    "couple of": 2, "a few": 3, "few": 3, "several": 4,
+}  # fmt: skip
+_VAGUE = {"a couple of", "a couple", "couple of", "a few", "few", "several"}
+_EN_UNITS = {"day": "day", "week": "week", "month": "month", "year": "year"}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+_ZH_DIGITS = {
+    "零": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+_ZH_UNITS = {
+    "天": "day",
+    "日": "day",
+    "周": "week",
+    "星期": "week",
+    "礼拜": "week",
+    "月": "month",
+    "年": "year",
+}
+_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """When a query says something happened: ``[start, end)`` plus a tolerance.
+
+    Attributes:
+        start, end: the core of the window (timezone of the reference time).
+        slack: beyond the core, the fit falls linearly from 1 to 0 over this much time.
+        phrase: the words of the query that named it.
+        span: ``(start, end)`` character offsets of ``phrase`` in the query.
+        trailing: a period up to the reference time ("in the past month"), not a point in the past.
+    """
+
+    start: datetime
+    end: datetime
+    slack: timedelta
+    phrase: str
+    span: tuple[int, int]
+    trailing: bool = False
+
+    def fit(self, ts: float) -> float:
+        """1 inside the core, falling linearly to 0 at ``slack`` beyond it (``ts``: POSIX seconds).
+
+        Example:
+            >>> from datetime import timezone
+            >>> w = time_windows("yesterday", datetime(2024, 5, 2, 12, tzinfo=timezone.utc))[0]
+            >>> w.fit(datetime(2024, 5, 1, 9, tzinfo=timezone.utc).timestamp())
+            1.0
+            >>> w.fit(datetime(2024, 4, 30, 12, tzinfo=timezone.utc).timestamp())
+            0.5
+        """
+        lo, hi = self.start.timestamp(), self.end.timestamp()
+        if lo <= ts < hi:
+            return 1.0
+        gap = lo - ts if ts < lo else ts - hi
+        slack = self.slack.total_seconds()
+        return max(0.0, 1.0 - gap / slack) if slack > 0 else 0.0
+
+    def overlap(self, other: TimeWindow) -> float:
+        """1 when the two cores meet, falling linearly to 0 over the larger slack between them."""
+        gap = max(self.start, other.start) - min(self.end, other.end)
+        if gap <= timedelta(0):
+            return 1.0
+        slack = max(self.slack, other.slack)
+        return max(0.0, 1.0 - gap / slack) if slack > timedelta(0) else 0.0
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """POSIX seconds outside which :meth:`fit` is 0."""
+        slack = self.slack.total_seconds()
+        return self.start.timestamp() - slack, self.end.timestamp() + slack
+
+
+def _midnight(t: datetime) -> datetime:
+    return t.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _day(ref: datetime, days_back: int) -> tuple[datetime, datetime]:
+    start = _midnight(ref) - days_back * DAY
+    return start, start + DAY
+
+
+def _month_start(t: datetime, back: int = 0) -> datetime:
+    y, m = divmod(t.year * 12 + (t.month - 1) - back, 12)
+    return _midnight(t).replace(year=y, month=m + 1, day=1)
+
+
+def _period(ref: datetime, unit: str, back: int) -> tuple[datetime, datetime]:
+    """The calendar ``unit`` ``back`` periods before the one holding ``ref`` (0: up to ``ref``)."""
+    if unit == "week":
+        monday = _midnight(ref) - ref.weekday() * DAY
+        start = monday - back * WEEK
+        end = start + WEEK
+    elif unit == "month":
+        start, end = _month_start(ref, back), _month_start(ref, back - 1)
+    elif unit == "year":
+        start = _midnight(ref).replace(year=ref.year - back, month=1, day=1)
+        end = start.replace(year=start.year + 1)
+    else:
+        start, end = _day(ref, back)
+    return start, (min(end, ref) if back == 0 else end)
+
+
+_PERIOD_SLACK = {"day": DAY, "week": 2 * DAY, "month": 7 * DAY, "year": 30 * DAY}
+
+
+def _ago(ref: datetime, n: float, unit: str, vague: bool) -> tuple[datetime, datetime, timedelta]:
+    half, slack = _AGO[unit]
+    if unit == "day" and n == int(n) and not vague:
+        start, end = _day(ref, int(n))
+        return start, end, slack
+    center = ref - n * _UNIT_LENGTH[unit]
+    if vague:
+        half, slack = half + 0.5 * n * _UNIT_LENGTH[unit], 2 * slack
+    return center - half, center + half, slack
+
+
+def _trailing(ref: datetime, n: float, unit: str, vague: bool) -> tuple[datetime, datetime, timedelta]:
+    length = n * _UNIT_LENGTH[unit]
+    slack = length * (0.5 if vague else 0.25)
+    return ref - length, ref, slack
+
+
+def _last_weekday(ref: datetime, weekday: int) -> tuple[datetime, datetime]:
+    back = (ref.weekday() - weekday) % 7 or 7
+    return _day(ref, back)
+
+
+def _last_weekend(ref: datetime) -> tuple[datetime, datetime]:
+    back = (ref.weekday() - 5) % 7 or 7  # the last Saturday before today
+    if ref.weekday() == 6:  # on a Sunday, "last weekend" is the previous one
+        back = 8
+    start = _midnight(ref) - back * DAY
+    return start, start + 2 * DAY
+
+
+def _zh_number(text: str) -> float | None:
+    """``"3"``, ``"三"``, ``"十二"``, ``"两"``, ``"半"``, ``"几"`` → a number."""
+    if text.isdigit():
+        return float(text)
+    if text == "半":
+        return 0.5
+    if text == "几":
+        return 3.0
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        return (
+            float(_ZH_DIGITS.get(tens, 1) * 10 + _ZH_DIGITS.get(ones, 0))
+            if all(c in _ZH_DIGITS for c in tens + ones)
+            else None
+        )
+    return float(_ZH_DIGITS[text]) if text in _ZH_DIGITS else None
+
+
+_EN_NUM = r"\d{1,3}|a couple of|a couple|couple of|a few|few|several|an|a|" + "|".join(
+    k for k in _EN_NUMBERS if " " not in k and len(k) > 2
+)
+_EN_UNIT = r"(?P<unit>day|week|month|year)s?"
+_EN_PREP = r"\b(?:in|over|during|within|for)?\s*"
+_NOT_UNTIL = r"(?<!before )(?<!until )(?<!till )(?<!up to )"  # "before today" names no day
+_ZH_NUM = r"(?P<num>\d{1,3}|[零一二两三四五六七八九十]{1,3}|半|几)"
+_ZH_UNIT = r"(?:个)?(?P<unit>天|日|周|星期|礼拜|月|年)"
+
+Resolver = Callable[[re.Match[str], datetime], "tuple[datetime, datetime, timedelta] | None"]
+
+
+def _en_ago(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
+    word = m.group("num").lower()
+    n = float(word) if word.isdigit() else float(_EN_NUMBERS[word])
+    return _ago(ref, n, _EN_UNITS[m.group("unit").lower()], word in _VAGUE) if n > 0 else None
+
+
+def _en_trailing(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
+    word = (m.group("num") or "one").lower()
+    n = float(word) if word.isdigit() else float(_EN_NUMBERS[word])
+    return _trailing(ref, n, _EN_UNITS[m.group("unit").lower()], word in _VAGUE) if n > 0 else None
+
+
+def _en_period(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
+    unit = m.group("unit").lower()
+    start, end = _period(ref, unit, 1 if m.group("which").lower() == "last" else 0)
+    return start, end, _PERIOD_SLACK[unit]
+
+
+def _en_weekday(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
+    return (*_last_weekday(ref, _WEEKDAYS.index(m.group("day").lower())), DAY)
+
+
+def _fixed_day(back: int) -> Resolver:
+    return lambda m, ref: (*_day(ref, back), (0.5 if back == 0 else 1) * DAY)
+
+
+def _weekend(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
+    return (*_last_weekend(ref), DAY)
+
+
+def _zh_ago(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
+    n = _zh_number(m.group("num"))
+    if not n:
+        return None
+    return _ago(ref, n, _ZH_UNITS[m.group("unit")], m.group("num") == "几")
+
+
+def _zh_trailing(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
+    n = _zh_number(m.group("num"))
+    if not n:
+        return None
+    return _trailing(ref, n, _ZH_UNITS[m.group("unit")], m.group("num") == "几")
+
+
+def _zh_period(unit: str, back: int) -> Resolver:
+    def resolve(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
+        start, end = _period(ref, unit, back)
+        return start, end, _PERIOD_SLACK[unit]
+
+    return resolve
+
+
+def _zh_weekday(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
+    monday = _midnight(ref) - (ref.weekday() + 7) * DAY  # Monday of last week
+    start = monday + _ZH_WEEKDAYS[m.group("day")] * DAY
+    return start, start + DAY, DAY
+
+
+_I = re.IGNORECASE
+# Most specific first: a later pattern never claims characters an earlier one matched.
+_PATTERNS: tuple[tuple[re.Pattern[str], Resolver], ...] = (
+    (re.compile(rf"{_EN_PREP}the\s+(?:past|last)\s+(?:(?P<num>{_EN_NUM})\s+)?{_EN_UNIT}\b", _I), _en_trailing),
+    (re.compile(rf"\b(?:past|last)\s+(?P<num>{_EN_NUM})\s+{_EN_UNIT}\b", _I), _en_trailing),
+    (re.compile(rf"\b(?P<num>{_EN_NUM})\s+{_EN_UNIT}\s+(?:ago|back|earlier)\b", _I), _en_ago),
+    (re.compile(r"\bthe\s+day\s+before\s+yesterday\b", _I), _fixed_day(2)),
+    (re.compile(r"\b(?:yesterday|last\s+night)\b", _I), _fixed_day(1)),
+    (re.compile(rf"\b{_NOT_UNTIL}(?:today|this\s+(?:morning|afternoon))\b", _I), _fixed_day(0)),
+    (re.compile(r"\b(?:last|this\s+past)\s+weekend\b", _I), _weekend),
+    (re.compile(rf"\b(?:last|this\s+past)\s+(?P<day>{'|'.join(_WEEKDAYS)})\b", _I), _en_weekday),
+    (re.compile(r"\b(?P<which>last|this)\s+(?P<unit>week|month|year)\b", _I), _en_period),
+    (re.compile(rf"(?:最近|过去|近)(?:的)?{_ZH_NUM}{_ZH_UNIT}"), _zh_trailing),
+    (re.compile(r"最近几天"), lambda m, ref: _trailing(ref, 3, "day", True)),
+    (re.compile(rf"{_ZH_NUM}{_ZH_UNIT}(?:前|之前|以前)"), _zh_ago),
+    (re.compile(r"前天"), _fixed_day(2)),
+    (re.compile(r"昨天|昨日|昨晚"), _fixed_day(1)),
+    (re.compile(r"(?<!截至)(?<!截止)(?<!直到)(?:今天|今日|今早)(?!之前|以前|为止)"), _fixed_day(0)),
+    (re.compile(r"上(?:个)?(?:周|星期|礼拜)末"), _weekend),
+    (re.compile(r"上(?:个)?(?:周|星期|礼拜)(?P<day>[一二三四五六日天])"), _zh_weekday),
+    (re.compile(r"上(?:个)?(?:周|星期|礼拜)"), _zh_period("week", 1)),
+    (re.compile(r"上(?:个)?月"), _zh_period("month", 1)),
+    (re.compile(r"去年"), _zh_period("year", 1)),
+    (re.compile(r"(?:本|这)(?:个)?(?:周|星期|礼拜)"), _zh_period("week", 0)),
+    (re.compile(r"(?:本|这个)月"), _zh_period("month", 0)),
+    (re.compile(r"今年"), _zh_period("year", 0)),
+)  # fmt: skip
+
+
+_TRAILING = {_en_trailing, _zh_trailing, _PATTERNS[10][1]}  # "最近几天" is trailing too
+
+
+def time_windows(query: str, reference: datetime) -> list[TimeWindow]:
+    """The windows of time ``query`` names, resolved against ``reference`` (when it is asked).
+
+    ``reference`` should be timezone-aware: calendar days and weeks are taken in its timezone.
+
+    Example:
+        >>> from datetime import timezone
+        >>> now = datetime(2023, 3, 28, 10, tzinfo=timezone.utc)  # a Tuesday
+        >>> [(w.phrase, w.start.date().isoformat()) for w in time_windows("What did I buy last Friday?", now)]
+        [('last Friday', '2023-03-24')]
+        >>> [w.phrase for w in time_windows("我上周二见了谁？三天前呢？", now)]
+        ['上周二', '三天前']
+        >>> time_windows("How many days ago did I buy a smoker?", now)
+        []
+    """
+    found: list[TimeWindow] = []
+    taken: list[tuple[int, int]] = []
+    for pattern, resolve in _PATTERNS:
+        for m in pattern.finditer(query):
+            a, b = m.span()
+            a += len(m.group()) - len(m.group().lstrip())
+            if any(a < y and x < b for x, y in taken):
+                continue
+            window = resolve(m, reference)
+            if window is None:
+                continue
+            taken.append((a, b))
+            trailing = resolve in _TRAILING
+            found.append(TimeWindow(window[0], window[1], window[2], query[a:b], (a, b), trailing))
+    return sorted(found, key=lambda w: w.span)
+
+
+def memory_fit(named: Sequence[TimeWindow], created: datetime, content: str) -> float:
+    """How well a memory fits the windows a query names, in [0, 1].
+
+    Either its own time fits (it was said then), or a time its text names, resolved against its
+    own time, does: "I tried a new cocktail last weekend", said on a Wednesday, is about that
+    weekend. Trailing periods in the text ("in the past year") name no point and are ignored.
+
+    Example:
+        >>> from datetime import timezone
+        >>> asked = datetime(2023, 5, 26, 12, tzinfo=timezone.utc)  # a Friday
+        >>> said = datetime(2023, 5, 24, 18, tzinfo=timezone.utc)
+        >>> named = time_windows("What cocktail did I try last weekend?", asked)
+        >>> memory_fit(named, said, "Any tips? I tried a mojito recipe last weekend."), memory_fit(named, said, "Hi")
+        (1.0, 0.0)
+    """
+    best = max(w.fit(created.timestamp()) for w in named)
+    if best < 1.0:
+        for said in time_windows(content, created):
+            if not said.trailing:
+                best = max(best, *(w.overlap(said) for w in named))
+    return best
