@@ -104,9 +104,7 @@ def search(
     ranked: list[tuple[float, str, ScoredMemory | _Light]] = [
         (h.score, h.item.id, h) for h in hits if h.item.importance >= min_importance and h.score >= floor
     ]
-    ranked += [
-        (h.score, h.row.id, h) for h in light if h.row.importance >= min_importance and h.score >= floor
-    ]
+    ranked += [(h.score, h.row.id, h) for h in light if h.row.importance >= min_importance and h.score >= floor]
     ranked.sort(key=lambda r: (-r[0], -_created_ts(r[2]), r[1]))  # ties: the newer memory, then the id
     ranked = ranked[:limit]
     full = mm.bundle.records.fetch([r[1] for r in ranked if isinstance(r[2], _Light)], user_id)
@@ -201,9 +199,7 @@ def _vector_tiers(
     if named_times:
         rel = prefer_times(rel, _time_fits(mm, user_id, rows, named_times), mm.settings.time_weight)
     now = mm._now().timestamp()
-    return [
-        _score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now) for mid, r in rows.items()
-    ]
+    return [_score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now) for mid, r in rows.items()]
 
 
 def _time_fits(
@@ -273,9 +269,7 @@ def _collection(row: ScoreRow) -> str:
     return "memories"
 
 
-def _fill_dense(
-    mm: MemoryManager, qvec: np.ndarray, rows: dict[str, ScoreRow], dense: dict[str, float]
-) -> None:
+def _fill_dense(mm: MemoryManager, qvec: np.ndarray, rows: dict[str, ScoreRow], dense: dict[str, float]) -> None:
     """Exact cosine for candidates found only lexically or through the graph."""
     missing: dict[str, list[str]] = {}
     for mid, row in rows.items():

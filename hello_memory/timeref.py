@@ -317,6 +317,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], Resolver], ...] = (
 )  # fmt: skip
 
 
+# Every pattern contains one of these: a text without them names no time.
+_ANCHOR = re.compile(r"day|week|month|year|night|morning|afternoon|[天日周月年昨今]|星期|礼拜", re.IGNORECASE)
 _TRAILING = {_en_trailing, _zh_trailing, _PATTERNS[10][1]}  # "最近几天" is trailing too
 
 
@@ -367,8 +369,11 @@ def memory_fit(named: Sequence[TimeWindow], created: datetime, content: str) -> 
         >>> memory_fit(named, said, "Any tips? I tried a mojito recipe last weekend."), memory_fit(named, said, "Hi")
         (1.0, 0.0)
     """
-    best = max(w.fit(created.timestamp()) for w in named)
-    if best < 1.0:
+    ts = created.timestamp()
+    best = max(w.fit(ts) for w in named)
+    # The text can only name times up to when it was said: skip it when that is before every window,
+    # and when it has none of the words every pattern needs.
+    if best < 1.0 and ts >= min(w.bounds[0] for w in named) and _ANCHOR.search(content):
         for said in time_windows(content, created):
             if not said.trailing:
                 best = max(best, *(w.overlap(said) for w in named))

@@ -51,7 +51,9 @@ class AddArgs(ActionArgs):
 class SearchArgs(ActionArgs):
     """Arguments of ``search``."""
 
-    query: str = Field(min_length=1, max_length=2000, description="What to look for (natural language).")
+    query: str = Field(min_length=1, max_length=2000,
+                       description="What to look for (natural language). A time it names ('last week', "
+                                   "'三天前') is understood: memories from then rank higher.")
     limit: int = Field(5, ge=1, le=MAX_SEARCH_LIMIT, description="Maximum number of results.")
     memory_type: MemoryTypeName | None = Field(None, description="Search only this tier.")
     memory_types: list[MemoryTypeName] | None = Field(None, min_length=1, max_length=4,

@@ -49,9 +49,7 @@ class E5Encoder:
         if self._cache_dir is not None and self._db is None:
             self._cache_dir.mkdir(parents=True, exist_ok=True)
             engine = self._e5()._engine  # vectors differ in the 4th decimal between engines
-            self._db = sqlite3.connect(
-                self._cache_dir / f"e5-small-q4-{engine}.sqlite", check_same_thread=False
-            )
+            self._db = sqlite3.connect(self._cache_dir / f"e5-small-q4-{engine}.sqlite", check_same_thread=False)
             self._db.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB)")
         return self._db
 

@@ -84,9 +84,7 @@ def build_model(
         bias = np.concatenate([tensors[f"l{i}.{k}.b"] for k in "qkv"])
         ctx = g.op("MultiHeadAttention", [q, k, v, g.const(f"l{i}.qkv.b", bias), "mask"], num_heads=n_heads)
         x = _add_norm(g, i, "ao", "aln", g.matmul(ctx, f"l{i}.ao", t["ao"]), x, tensors, eps)
-        mid = g.op(
-            "BiasGelu", [g.matmul(x, f"l{i}.fi", t["fi"]), g.const(f"l{i}.fi.b", tensors[f"l{i}.fi.b"])]
-        )
+        mid = g.op("BiasGelu", [g.matmul(x, f"l{i}.fi", t["fi"]), g.const(f"l{i}.fi.b", tensors[f"l{i}.fi.b"])])
         x = _add_norm(g, i, "fo", "oln", g.matmul(mid, f"l{i}.fo", t["fo"]), x, tensors, eps)
     g.nodes[-1].output[0] = "y"
     graph = helper.make_graph(

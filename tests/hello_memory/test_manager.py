@@ -429,12 +429,8 @@ def test_equal_scores_rank_the_newer_memory_first(tmp_path, fake_embedder):
 
 
 def test_type_condition_only_when_a_collection_holds_other_tiers(manager, monkeypatch):
-    semantic = manager.add_many(
-        [{"content": f"green tea note {i}", "memory_type": "semantic"} for i in range(60)]
-    )
-    episodic = manager.add_many(
-        [{"content": f"green tea note {i}", "memory_type": "episodic"} for i in range(3)]
-    )
+    semantic = manager.add_many([{"content": f"green tea note {i}", "memory_type": "semantic"} for i in range(60)])
+    episodic = manager.add_many([{"content": f"green tea note {i}", "memory_type": "episodic"} for i in range(3)])
     seen = []
     search = manager.bundle.vectors.search
 
@@ -455,25 +451,18 @@ def test_type_condition_only_when_a_collection_holds_other_tiers(manager, monkey
 
 @pytest.mark.parametrize(
     ("names", "query"),
-    [
-        (("Caroline", "Melanie"), "Where did Melanie go hiking on Sunday?"),
-        (("小明", "小红"), "小红周日去哪里爬山了？"),
-    ],
+    [(("Caroline", "Melanie"), "Where did Melanie go hiking on Sunday?"), (("小明", "小红"), "小红周日去哪里爬山了？")],
 )
 def test_query_naming_a_participant_prefers_their_memories(tmp_path, fake_embedder, names, query):
     day = datetime(2020, 1, 1, tzinfo=timezone.utc)
     text = "went hiking on Sunday, 周日去爬山"
     for weight in (0.0, 0.1):
         with MemoryManager(
-            Settings(home=tmp_path / str(weight), participant_weight=weight),
-            user_id="u",
-            embedder=fake_embedder,
+            Settings(home=tmp_path / str(weight), participant_weight=weight), user_id="u", embedder=fake_embedder
         ) as mm:
             # Same text: without the preference the newer memory (the first name's) wins the tie.
             named = mm.add(text, memory_type="episodic", participants=[names[1]], created_at=day)
-            other = mm.add(
-                text, memory_type="episodic", participants=[names[0]], created_at=day + timedelta(1)
-            )
+            other = mm.add(text, memory_type="episodic", participants=[names[0]], created_at=day + timedelta(1))
             hits = mm.search(query, memory_types=["episodic"], limit=2)
             assert [h.item.id for h in hits] == ([named.id, other.id] if weight else [other.id, named.id])
             assert [h.breakdown["participant"] for h in hits] == ([1.0, 0.0] if weight else [0.0, 0.0])
@@ -485,9 +474,7 @@ def test_participant_names_match_whole_words_and_survive_a_restart(manager):
     manager.add("bought a new bike", memory_type="episodic", participants=["Bob"])
     mm = reopen(manager)
     try:
-        assert (
-            mm.search("Did Alice buy a bike?", limit=2)[0].breakdown["participant"] == 0.0
-        )  # "Al" ⊄ "Alice"
+        assert mm.search("Did Alice buy a bike?", limit=2)[0].breakdown["participant"] == 0.0  # "Al" ⊄ "Alice"
         top = mm.search("Did al buy a bike?", limit=2)[0]
         assert top.item.id == al.id and top.breakdown["participant"] == 1.0
     finally:

@@ -13,15 +13,13 @@ from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 
 
 def test_human_turns_only_in_order_without_role_markup() -> None:
-    q = conversation_query(
-        [
-            {"role": "system", "content": "You are helpful."},
-            {"role": "user", "content": "我下周去杭州"},
-            {"role": "assistant", "content": "听起来不错！去做什么？"},
-            ("Lisa", "看西湖"),
-            {"role": "assistant", "content": None, "tool_calls": []},
-        ]
-    )
+    q = conversation_query([
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "我下周去杭州"},
+        {"role": "assistant", "content": "听起来不错！去做什么？"},
+        ("Lisa", "看西湖"),
+        {"role": "assistant", "content": None, "tool_calls": []},
+    ])
     assert q == "我下周去杭州\n看西湖"
 
 
@@ -57,14 +55,11 @@ def test_search_with_messages_ranks_what_the_user_talked_about(tmp_path: Path) -
     with MemoryManager(Settings(home=tmp_path), user_id="u", embedder=DeterministicFakeEmbedder(32)) as mm:
         pottery = mm.add("Took a pottery class and made a bowl", memory_type="episodic")
         mm.add("Renewed the car insurance", memory_type="episodic")
-        hits = mm.search(
-            [
-                {"role": "user", "content": "I want to make another bowl at the pottery class"},
-                {"role": "assistant", "content": "What about your car insurance renewal?"},
-            ],
-            memory_types=["episodic"],
-            limit=1,
-        )
+        hits = mm.search([
+            {"role": "user", "content": "I want to make another bowl at the pottery class"},
+            {"role": "assistant", "content": "What about your car insurance renewal?"},
+        ], memory_types=["episodic"], limit=1)
         assert [h.item.id for h in hits] == [pottery.id]
         with pytest.raises(InvalidInputError):
             mm.search([{"role": "user"}])
+

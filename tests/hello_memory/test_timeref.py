@@ -11,49 +11,49 @@ from hello_memory.timeref import memory_fit, time_windows
 ASKED = datetime(2023, 3, 28, 10, 0, tzinfo=timezone.utc)  # a Tuesday
 
 
-@pytest.mark.parametrize(
-    ("query", "phrase", "start", "end"),
-    [
-        ("What did I buy 10 days ago?", "10 days ago", "2023-03-18", "2023-03-19"),
-        ("the book I finished a week ago", "a week ago", "2023-03-19", "2023-03-23"),
-        ("What did I mention four weeks ago?", "four weeks ago", "2023-02-26", "2023-03-02"),
-        ("a museum two months ago", "two months ago", "2023-01-19", "2023-02-02"),
-        ("cooked for a friend a couple of days ago", "a couple of days ago", "2023-03-24", "2023-03-27"),
-        ("what did I say yesterday", "yesterday", "2023-03-27", "2023-03-28"),
-        ("what did I eat last night", "last night", "2023-03-27", "2023-03-28"),
-        ("the day before yesterday", "the day before yesterday", "2023-03-26", "2023-03-27"),
-        ("what did I say this morning", "this morning", "2023-03-28", "2023-03-29"),
-        ("lunch last Tuesday", "last Tuesday", "2023-03-21", "2023-03-22"),
-        ("the artist I heard this past Friday", "this past Friday", "2023-03-24", "2023-03-25"),
-        ("the game I beat last weekend", "last weekend", "2023-03-25", "2023-03-27"),
-        ("where did I go last week", "last week", "2023-03-20", "2023-03-27"),
-        ("bills from last month", "last month", "2023-02-01", "2023-03-01"),
-        ("what I did last year", "last year", "2022-01-01", "2023-01-01"),
-        ("eggs sold this month", "this month", "2023-03-01", "2023-03-28"),
-        ("parties in the past month", "in the past month", "2023-02-25", "2023-03-28"),
-        (
-            "How often did I bake over the last two weeks?",
-            "over the last two weeks",
-            "2023-03-14",
-            "2023-03-28",
-        ),
-        ("videos I watched in the past few weeks", "in the past few weeks", "2023-03-07", "2023-03-28"),
-        ("我三天前买了什么？", "三天前", "2023-03-25", "2023-03-26"),
-        ("两周前我做了什么菜", "两周前", "2023-03-12", "2023-03-16"),
-        ("我三个月前去了哪里", "三个月前", "2022-12-20", "2023-01-03"),
-        ("十二天前的会议", "十二天前", "2023-03-16", "2023-03-17"),
-        ("我昨天说了什么", "昨天", "2023-03-27", "2023-03-28"),
-        ("前天的晚饭", "前天", "2023-03-26", "2023-03-27"),
-        ("上周二和谁吃的午饭", "上周二", "2023-03-21", "2023-03-22"),
-        ("上星期日去了哪里", "上星期日", "2023-03-26", "2023-03-27"),
-        ("上周末玩了什么游戏", "上周末", "2023-03-25", "2023-03-27"),
-        ("上个星期去了哪里", "上个星期", "2023-03-20", "2023-03-27"),
-        ("上个月的账单", "上个月", "2023-02-01", "2023-03-01"),
-        ("去年的旅行", "去年", "2022-01-01", "2023-01-01"),
-        ("这个月卖了多少鸡蛋", "这个月", "2023-03-01", "2023-03-28"),
-        ("最近两周跑了几次步", "最近两周", "2023-03-14", "2023-03-28"),
-    ],
-)
+PHRASES = [
+    ("What did I buy 10 days ago?", "10 days ago", "2023-03-18", "2023-03-19"),
+    ("the book I finished a week ago", "a week ago", "2023-03-19", "2023-03-23"),
+    ("What did I mention four weeks ago?", "four weeks ago", "2023-02-26", "2023-03-02"),
+    ("a museum two months ago", "two months ago", "2023-01-19", "2023-02-02"),
+    ("cooked for a friend a couple of days ago", "a couple of days ago", "2023-03-24", "2023-03-27"),
+    ("what did I say yesterday", "yesterday", "2023-03-27", "2023-03-28"),
+    ("what did I eat last night", "last night", "2023-03-27", "2023-03-28"),
+    ("the day before yesterday", "the day before yesterday", "2023-03-26", "2023-03-27"),
+    ("what did I say this morning", "this morning", "2023-03-28", "2023-03-29"),
+    ("lunch last Tuesday", "last Tuesday", "2023-03-21", "2023-03-22"),
+    ("the artist I heard this past Friday", "this past Friday", "2023-03-24", "2023-03-25"),
+    ("the game I beat last weekend", "last weekend", "2023-03-25", "2023-03-27"),
+    ("where did I go last week", "last week", "2023-03-20", "2023-03-27"),
+    ("bills from last month", "last month", "2023-02-01", "2023-03-01"),
+    ("what I did last year", "last year", "2022-01-01", "2023-01-01"),
+    ("eggs sold this month", "this month", "2023-03-01", "2023-03-28"),
+    ("parties in the past month", "in the past month", "2023-02-25", "2023-03-28"),
+    (
+        "How often did I bake over the last two weeks?",
+        "over the last two weeks",
+        "2023-03-14",
+        "2023-03-28",
+    ),
+    ("videos I watched in the past few weeks", "in the past few weeks", "2023-03-07", "2023-03-28"),
+    ("我三天前买了什么？", "三天前", "2023-03-25", "2023-03-26"),
+    ("两周前我做了什么菜", "两周前", "2023-03-12", "2023-03-16"),
+    ("我三个月前去了哪里", "三个月前", "2022-12-20", "2023-01-03"),
+    ("十二天前的会议", "十二天前", "2023-03-16", "2023-03-17"),
+    ("我昨天说了什么", "昨天", "2023-03-27", "2023-03-28"),
+    ("前天的晚饭", "前天", "2023-03-26", "2023-03-27"),
+    ("上周二和谁吃的午饭", "上周二", "2023-03-21", "2023-03-22"),
+    ("上星期日去了哪里", "上星期日", "2023-03-26", "2023-03-27"),
+    ("上周末玩了什么游戏", "上周末", "2023-03-25", "2023-03-27"),
+    ("上个星期去了哪里", "上个星期", "2023-03-20", "2023-03-27"),
+    ("上个月的账单", "上个月", "2023-02-01", "2023-03-01"),
+    ("去年的旅行", "去年", "2022-01-01", "2023-01-01"),
+    ("这个月卖了多少鸡蛋", "这个月", "2023-03-01", "2023-03-28"),
+    ("最近两周跑了几次步", "最近两周", "2023-03-14", "2023-03-28"),
+]
+
+
+@pytest.mark.parametrize(("query", "phrase", "start", "end"), PHRASES)
 def test_phrases_resolve_to_windows(query, phrase, start, end):
     (w,) = time_windows(query, ASKED)
     assert w.phrase == phrase and query[w.span[0] : w.span[1]] == phrase
@@ -112,3 +112,11 @@ def test_a_memory_fits_by_when_it_was_said_or_by_the_time_it_names():
     assert memory_fit(named, wednesday, "我上周末试了一款莫吉托") == 1.0
     # A trailing period in the text is no point in time.
     assert memory_fit(named, wednesday, "I tried many cocktails in the past year") == 0.0
+
+
+def test_every_phrase_carries_an_anchor_word():
+    """memory_fit skips texts without an anchor word, so every phrase must contain one."""
+    from hello_memory.timeref import _ANCHOR
+
+    assert all(_ANCHOR.search(phrase) for _, phrase, _, _ in PHRASES)
+    assert not _ANCHOR.search("I just signed a contract with my first client")

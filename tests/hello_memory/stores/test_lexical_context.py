@@ -26,19 +26,13 @@ T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
 def _manager(home: Path, user: str = "alice", window: int = 2) -> MemoryManager:
     return MemoryManager(
-        Settings(home=home, lexical_context_window=window),
-        user_id=user,
-        embedder=DeterministicFakeEmbedder(16),
+        Settings(home=home, lexical_context_window=window), user_id=user, embedder=DeterministicFakeEmbedder(16)
     )
 
 
 def _turn(text: str, minute: int, session: str | None = "s1") -> dict[str, object]:
-    return {
-        "content": text,
-        "memory_type": "episodic",
-        "session_id": session,
-        "created_at": T0 + timedelta(minutes=minute),
-    }
+    return {"content": text, "memory_type": "episodic", "session_id": session,
+            "created_at": T0 + timedelta(minutes=minute)}
 
 
 def _lexical_ids(mm: MemoryManager, word: str) -> set[str]:
@@ -73,13 +67,11 @@ def actual_documents(store: SQLiteRecordStore) -> dict[int, tuple[str, str]]:
 
 def test_a_turn_is_found_through_the_words_of_the_turns_around_it(tmp_path: Path) -> None:
     with _manager(tmp_path) as mm:
-        q, a, other = mm.add_many(
-            [
-                _turn("Where did you go hiking last weekend?", 0),
-                _turn("We went up to the lake, it was beautiful.", 1),
-                _turn("Completely unrelated chatter about taxes.", 9, session="s2"),
-            ]
-        )
+        q, a, other = mm.add_many([
+            _turn("Where did you go hiking last weekend?", 0),
+            _turn("We went up to the lake, it was beautiful.", 1),
+            _turn("Completely unrelated chatter about taxes.", 9, session="s2"),
+        ])
         assert _lexical_ids(mm, "hike") == {q.id, a.id}  # the answer is reachable through its question
         assert other.id not in _lexical_ids(mm, "lake")
         hits = mm.search("hiking", memory_types=["episodic"], limit=5)
@@ -148,14 +140,8 @@ def _random_operations(mm: MemoryManager, rnd: random.Random, steps: int) -> Ite
     for step in range(steps):
         op = rnd.random()
         if op < 0.45 or not live:
-            batch = [
-                _turn(
-                    f"{rnd.choice(WORDS)} {rnd.choice(WORDS)} {step}",
-                    rnd.randrange(40),
-                    session=rnd.choice(["s1", "s2", None]),
-                )
-                for _ in range(rnd.randint(1, 4))
-            ]
+            batch = [_turn(f"{rnd.choice(WORDS)} {rnd.choice(WORDS)} {step}", rnd.randrange(40),
+                           session=rnd.choice(["s1", "s2", None])) for _ in range(rnd.randint(1, 4))]
             live += [m.id for m in mm.add_many(batch)]
         elif op < 0.6:
             mm.remove(victim := rnd.choice(live))
@@ -234,18 +220,14 @@ def test_lexical_results_are_the_same_with_or_without_the_scope_token(
             plans = []
             for scoped in (True, False):
                 monkeypatch.setattr(store, "_scope_pays", lambda *_a, s=scoped: s)
-                plans.append(
-                    store.lexical_search(user, lexical_tokens(" ".join(words)), types=None, limit=20)
-                )
+                plans.append(store.lexical_search(user, lexical_tokens(" ".join(words)), types=None, limit=20))
             assert plans[0] == plans[1]
             assert set(plans[1]) <= ids[user]
             found += len(plans[1])
         assert found > 100
 
 
-def test_the_scope_token_is_used_only_when_the_user_has_fewer_memories_than_the_terms_match(
-    tmp_path: Path,
-) -> None:
+def test_the_scope_token_is_used_only_when_the_user_has_fewer_memories_than_the_terms_match(tmp_path: Path) -> None:
     with _manager(tmp_path) as mm:
         mm.add_many([_turn(f"tea {i}", i, session=None) for i in range(30)] + [_turn("rare word", 99, None)])
         store = mm.bundle.records
