@@ -19,6 +19,10 @@ What is recognised:
 - a weekday: ``last Tuesday``, ``this past Friday``, ``上周二``, ``上星期五``;
 - trailing periods: ``in the past two weeks``, ``over the last month``, ``the past few months``,
   ``最近三天``, ``过去两个月``, ``近一年``.
+- calendar dates: ``October 13, 2023``, ``1 February, 2023``, ``the 3rd of Jan``, ``2023-10-13``,
+  ``October 2023``, ``in June``, ``in 2023``, ``2023年10月13日``, ``5月3号``, ``2023年5月``,
+  ``十二月``, ``2022年``; without a year, the latest such day or month up to the reference time
+  ("May" only capitalised and next to a day or year: it is a verb too).
 
 A question *about* a time ("how many days ago did I ...?") names no time and yields nothing, and
 neither do "before today" and "until today". People are loose with such phrases (a "two weeks ago"
@@ -233,7 +237,8 @@ _NOT_UNTIL = r"(?<!before )(?<!until )(?<!till )(?<!up to )"  # "before today" n
 _ZH_NUM = r"(?P<num>\d{1,3}|[零一二两三四五六七八九十]{1,3}|半|几)"
 _ZH_UNIT = r"(?:个)?(?P<unit>天|日|周|星期|礼拜|月|年)"
 
-Resolver = Callable[[re.Match[str], datetime], "tuple[datetime, datetime, timedelta] | None"]
+_Match = re.Match[str]
+Resolver = Callable[[_Match, datetime], "tuple[datetime, datetime, timedelta] | None"]
 
 
 def _en_ago(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
@@ -295,6 +300,72 @@ def _zh_weekday(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, ti
 
 
 # Most specific first: a later pattern never claims characters an earlier one matched.
+_MONTHS = {
+    name: i + 1
+    for i, names in enumerate(
+        ("january jan", "february feb", "march mar", "april apr", "may", "june jun", "july jul",
+         "august aug", "september sep sept", "october oct", "november nov", "december dec")
+    )
+    for name in names.split()
+}  # fmt: skip
+# "may" is a verb too: only the capitalised name counts, and only next to a day or a year.
+_MONTH_NAMES = "|".join(sorted((n for n in _MONTHS if n != "may"), key=len, reverse=True))
+_MONTH = rf"(?P<month>(?:{_MONTH_NAMES})\.?|(?-i:May))"
+_NOT_AFTER_ZH = r"(?<![0-9零一二两三四五六七八九十个上本这每])(?<!\d年)"
+_IN = r"\b(?:in|during|throughout)\s+"
+_DAY_NUM = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_ZH_MONTH = r"(?P<month>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
+_ZH_DAY = r"(?P<day>[12]\d|3[01]|0?[1-9]|[二三]?十[一二三四五六七八九]?|[一二三四五六七八九])"
+
+
+def _calendar_day(year: int, month: int, day: int, ref: datetime) -> datetime | None:
+    try:
+        return ref.replace(year=year, month=month, day=day, hour=0, minute=0, second=0, microsecond=0)
+    except ValueError:  # the 30th of February
+        return None
+
+
+def _date(m: _Match, ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
+    """A calendar day; without a year, its latest occurrence up to ``ref``."""
+    month, day = _month_number(m.group("month")), _day_number(m.group("day"))
+    if month is None or day is None:
+        return None
+    year = m.group("year")
+    start = _calendar_day(int(year) if year else ref.year, month, day, ref)
+    if start is not None and not year and start > ref:
+        start = _calendar_day(ref.year - 1, month, day, ref)
+    return None if start is None else (start, start + DAY, DAY)
+
+
+def _month(m: _Match, ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
+    """A calendar month; without a year, its latest occurrence up to ``ref``."""
+    month = _month_number(m.group("month"))
+    if month is None:
+        return None
+    year = int(m.group("year")) if m.groupdict().get("year") else ref.year - (month > ref.month)
+    start = _month_start(ref.replace(year=year, month=month, day=1))
+    return start, _month_start(start, -1), _PERIOD_SLACK["month"]
+
+
+def _year(m: _Match, ref: datetime) -> tuple[datetime, datetime, timedelta]:
+    start = _midnight(ref).replace(year=int(m.group("year")), month=1, day=1)
+    return start, start.replace(year=start.year + 1), _PERIOD_SLACK["year"]
+
+
+def _month_number(text: str) -> int | None:
+    text = text.lower().rstrip(".")
+    if text in _MONTHS:
+        return _MONTHS[text]
+    n = _zh_number(text)
+    return int(n) if n is not None and n == int(n) and 1 <= n <= 12 else None
+
+
+def _day_number(text: str) -> int | None:
+    n = _zh_number(text.lstrip("0") or "0")
+    return int(n) if n is not None and n == int(n) and 1 <= n <= 31 else None
+
+
 class _Rule(NamedTuple):
     """A pattern, the words one of which a text must contain for it to match, and its resolver."""
 
@@ -321,6 +392,17 @@ _RULES: tuple[_Rule, ...] = (
     _rule("weekend", r"\b(?:last|this\s+past)\s+weekend\b", _weekend),
     _rule("day", rf"\b(?:last|this\s+past)\s+(?P<day>{'|'.join(_WEEKDAYS)})\b", _en_weekday),
     _rule("week|month|year", r"\b(?P<which>last|this)\s+(?P<unit>week|month|year)\b", _en_period),
+    _rule("1|2|3|4|5|6|7|8|9|0", rf"\b{_MONTH}\s+{_DAY_NUM}(?:,?\s+{_YEAR})?\b", _date),
+    _rule("1|2|3|4|5|6|7|8|9|0", rf"\b{_DAY_NUM}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", _date),
+    _rule("-", r"\b(?P<year>(?:19|20)\d\d)-(?P<month>1[0-2]|0?[1-9])-(?P<day>[0-3]?\d)\b", _date),
+    _rule("19|20", rf"\b{_MONTH},?\s+{_YEAR}\b", _month),
+    _rule("in|during|throughout", rf"{_IN}(?:(?:early|late|mid)[\s-]+)?{_MONTH}(?!\s*\d)", _month),
+    _rule("19|20", rf"{_IN}{_YEAR}\b(?![-/])", _year),
+    _rule("月", rf"(?:{_YEAR}年)?{_ZH_MONTH}月{_ZH_DAY}[日号]", _date),
+    _rule("月", rf"(?:{_YEAR}年){_ZH_MONTH}月(?!{_ZH_DAY}[日号])", _month),
+    # A bare month: not "三个月", "上月", "每月", "三月前" (three months ago), "2023年5月" (above).
+    _rule("月", rf"{_NOT_AFTER_ZH}{_ZH_MONTH}月(?!份?{_ZH_DAY}[日号]|[前内])", _month),
+    _rule("年", rf"{_YEAR}年(?!{_ZH_MONTH}月|\d)", _year),
     _rule("最近|过去|近", rf"(?:最近|过去|近)(?:的)?{_ZH_NUM}{_ZH_UNIT}", _zh_trailing, trailing=True),
     _rule("最近几天", r"最近几天", lambda m, ref: _trailing(ref, 3, "day", True), trailing=True),
     _rule("前", rf"{_ZH_NUM}{_ZH_UNIT}(?:前|之前|以前)", _zh_ago),

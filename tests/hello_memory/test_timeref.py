@@ -55,6 +55,21 @@ PHRASES = [
     ("几天前那家餐厅", "几天前", "2023-03-23", "2023-03-27"),
     ("半个月前的那次旅行", "半个月前", "2023-03-06", "2023-03-20"),
     ("上星期五的会议", "上星期五", "2023-03-24", "2023-03-25"),
+    # calendar dates; without a year, the latest occurrence up to the question
+    ("What did Maria show on October 13, 2022?", "October 13, 2022", "2022-10-13", "2022-10-14"),
+    ("the store on 1 February, 2023", "1 February, 2023", "2023-02-01", "2023-02-02"),
+    ("dinner on the 3rd of Jan", "3rd of Jan", "2023-01-03", "2023-01-04"),
+    ("What did I do on May 3?", "May 3", "2022-05-03", "2022-05-04"),
+    ("notes from 2023-03-07", "2023-03-07", "2023-03-07", "2023-03-08"),
+    ("a setback in October 2022", "October 2022", "2022-10-01", "2022-11-01"),
+    ("camping in June", "in June", "2022-06-01", "2022-07-01"),
+    ("runs I missed in March", "in March", "2023-03-01", "2023-04-01"),
+    ("the beach in 2022", "in 2022", "2022-01-01", "2023-01-01"),
+    ("我2022年10月13日做了什么", "2022年10月13日", "2022-10-13", "2022-10-14"),
+    ("5月3号的晚饭", "5月3号", "2022-05-03", "2022-05-04"),
+    ("2022年5月的旅行", "2022年5月", "2022-05-01", "2022-06-01"),
+    ("我十二月去了哪里", "十二月", "2022-12-01", "2023-01-01"),
+    ("2021年的照片", "2021年", "2021-01-01", "2022-01-01"),
 ]
 
 
@@ -77,6 +92,12 @@ def test_phrases_resolve_to_windows(query, phrase, start, end):
         "My weekly plan for the month",
         "截至今天我读了几本书？",
         "我有几天没跑步了？",
+        "May I ask a question?",  # the verb, not the month
+        "I may go in may",
+        "Feb 30 2023",  # no such day
+        "我每月的开销",
+        "三个月的时间",
+        "in 1000 years",
         "",
     ],
 )
