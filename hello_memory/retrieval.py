@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +21,7 @@ from hello_memory.relevance import (
     named_participants,
     prefer_participants,
     prefer_times,
+    share_adjacent,
 )
 from hello_memory.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
 from hello_memory.stores.base import Filter, Range
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
 
 MIN_CANDIDATES = 50
+_QUESTION = re.compile(r"[?？]")
 
 
 def _types(mm: MemoryManager, memory_types: Sequence[Any] | None) -> list[MemoryType]:
@@ -190,6 +193,9 @@ def _vector_tiers(
         dense_weight=mm.settings.dense_weight,
         floor=dense_floor(mm.embedder.name),
     )
+    if mm.settings.adjacency_weight > 0:
+        pairs = _question_answer_pairs(mm, user_id, rows, rel)
+        rel = share_adjacent(rel, pairs, mm.settings.adjacency_weight)
     if mm.settings.participant_weight > 0:
         named = named_participants(query, {p for r in rows.values() for p in r.participants})
         if named:
@@ -200,6 +206,24 @@ def _vector_tiers(
         rel = prefer_times(rel, _time_fits(mm, user_id, rows, named_times), mm.settings.time_weight)
     now = mm._now().timestamp()
     return [_score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now) for mid, r in rows.items()]
+
+
+def _question_answer_pairs(
+    mm: MemoryManager, user_id: str, rows: dict[str, ScoreRow], rel: dict[str, Relevance]
+) -> list[tuple[str, str]]:
+    """``(question, answer)`` candidate pairs: a turn and the next one in its session, said by
+    different participants, the first asking something (it holds a question mark)."""
+    spoken = [mid for mid, r in rows.items() if r.participants and r.session_id and mid in rel]
+    if not spoken:
+        return []
+    before = mm.bundle.records.previous_in_session(spoken, user_id)
+    asked = {q: a for a, q in before.items() if q in rows and rows[q].participants}
+    texts = mm.bundle.records.contents(list(asked), user_id)
+    return [
+        (q, a)
+        for q, a in asked.items()
+        if not set(rows[q].participants) & set(rows[a].participants) and _QUESTION.search(texts.get(q, ""))
+    ]
 
 
 def _time_fits(
@@ -291,5 +315,11 @@ def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float) -> _Light
         score, terms = perceptual_score(rel.sim, age_h, row.importance)
     else:
         score, terms = episodic_score(rel.sim, age_h, row.importance)
-    relevance = {"dense": rel.dense, "lexical": rel.lexical, "participant": rel.participant, "time": rel.time}
+    relevance = {
+        "dense": rel.dense,
+        "lexical": rel.lexical,
+        "participant": rel.participant,
+        "time": rel.time,
+        "adjacent": rel.adjacent,
+    }
     return _Light(row, score, {**relevance, **terms})

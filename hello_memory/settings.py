@@ -89,6 +89,13 @@ class Settings(BaseSettings):
         description="how far a memory whose participant the query names is moved towards sim 1 "
         "(0 turns it off; the paper profile uses 0)",
     )
+    adjacency_weight: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="a conversational turn and the next one, by another participant, when the first asks "
+        "something: each gets at least this share of the other's relevance (0 turns it off)",
+    )
     time_weight: float = Field(
         default=0.3,
         ge=0,

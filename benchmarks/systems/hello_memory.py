@@ -20,7 +20,7 @@ from benchmarks.systems.views import ASSISTANT_SPEAKERS
 
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
-    "paper": {"fusion": "dense", "participant_weight": 0.0, "time_weight": 0.0},
+    "paper": {"fusion": "dense", "participant_weight": 0.0, "time_weight": 0.0, "adjacency_weight": 0.0},
 }
 ROLE_SPEAKERS = ASSISTANT_SPEAKERS | {"user", "human"}
 ADD_BATCH = 256

@@ -398,6 +398,26 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
                 out[row[0]] = self.from_row(row)
         return out
 
+    def previous_in_session(self, ids: Sequence[str], user_id: str) -> dict[str, str]:
+        """For each of the user's live episodic memories among ``ids``, the turn before it in its
+        session (by time, then insertion order: the order of the lexical conversation context)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), 400):
+            part = ids[start : start + 400]
+            marks = ",".join("?" * len(part))
+            rows = self.query(
+                "SELECT id, prev FROM (SELECT id, LAG(id) OVER (PARTITION BY session_id ORDER BY created_at, rowid) "
+                "AS prev FROM memories WHERE user_id=? AND memory_type='episodic' AND deleted_at IS NULL "
+                f"AND session_id IN (SELECT session_id FROM memories WHERE id IN ({marks}) AND +user_id=?)) "
+                f"WHERE prev IS NOT NULL AND id IN ({marks})",
+                [user_id, *part, user_id, *part],
+            )
+            out.update((r[0], r[1]) for r in rows)
+        return out
+
     def contents(self, ids: Sequence[str], user_id: str) -> dict[str, str]:
         """The text of the user's live memories among ``ids``."""
         out: dict[str, str] = {}

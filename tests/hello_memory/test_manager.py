@@ -540,3 +540,52 @@ def test_time_range_still_excludes_what_a_named_time_would_prefer(manager):
         "where did I go a week ago?", reference_time=asked, time_range=(asked - timedelta(days=3), None)
     )
     assert [h.item.id for h in hits] == [new.id] and old.id != new.id
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "filler", "query"),
+    [
+        ("Any suggestions for our team trip next month?", "Edinburgh would be great, the castle is magical.",
+         "the team trip budget is fixed", "Which city did Tim suggest for the team trip?"),
+        ("下个月团建，你有什么推荐的地方吗？", "我觉得爱丁堡很合适。", "团建预算已经定了", "Tim推荐团建去哪里？"),
+    ],
+    ids=["english", "chinese"],
+)
+def test_an_answer_shares_the_relevance_of_the_question_it_answers(
+    tmp_path, fake_embedder, question, answer, filler, query
+):
+    day = datetime(2023, 5, 1, tzinfo=timezone.utc)
+    for weight, answerer in ((0.0, "Tim"), (0.9, "Tim"), (0.9, "John")):
+        settings = Settings(
+            home=tmp_path / f"{weight}-{answerer}", adjacency_weight=weight, lexical_context_window=0,
+            participant_weight=0.0,
+        )
+        with MemoryManager(settings, user_id="u", embedder=fake_embedder) as mm:
+            turns = [("John", question), (answerer, answer)] + [("John", f"{filler} {i}") for i in range(8)]
+            q, a, *_ = mm.add_many([
+                {"content": text, "participants": [who], "memory_type": "episodic", "session_id": "s1",
+                 "created_at": day}
+                for who, text in turns
+            ])
+            hits = {h.item.id: h for h in mm.search(query, memory_types=["episodic"], limit=10)}
+            top, reply = hits[q.id].breakdown, hits[a.id].breakdown
+            assert max(hits.values(), key=lambda h: h.score).item.id == q.id
+            if weight and answerer != "John":  # only another participant's reply answers a question
+                assert reply["adjacent"] == 1.0 and reply["sim"] == pytest.approx(0.9 * top["sim"])
+                assert sorted(hits.values(), key=lambda h: -h.score)[1].item.id == a.id
+            else:
+                assert reply["adjacent"] == 0.0 and reply["sim"] < 0.9 * top["sim"]
+                assert all(h.breakdown["adjacent"] == 0.0 for h in hits.values())
+
+
+def test_only_a_turn_that_asks_something_shares_its_relevance(manager):
+    day = datetime(2023, 5, 1, tzinfo=timezone.utc)
+    said, reply = manager.add_many([
+        {"content": "We are planning the team trip next month.", "participants": ["John"], "memory_type": "episodic",
+         "session_id": "s1", "created_at": day},
+        {"content": "Edinburgh would be great.", "participants": ["Tim"], "memory_type": "episodic",
+         "session_id": "s1", "created_at": day},
+    ])
+    hits = {h.item.id: h for h in manager.search("team trip next month", memory_types=["episodic"], limit=5)}
+    assert said.id in hits and all(h.breakdown["adjacent"] == 0.0 for h in hits.values())
+    assert manager.bundle.records.previous_in_session([reply.id, said.id], manager.user_id) == {reply.id: said.id}
