@@ -400,22 +400,24 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
 
     def previous_in_session(self, ids: Sequence[str], user_id: str) -> dict[str, str]:
         """For each of the user's live episodic memories among ``ids``, the turn before it in its
-        session (by time, then insertion order: the order of the lexical conversation context)."""
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
+        session (by time, then insertion order: the order of the lexical conversation context).
+
+        One index probe per memory (``ix_mem_user_session_created``), however long the session.
+        """
         out: dict[str, str] = {}
-        for start in range(0, len(ids), 400):
-            part = ids[start : start + 400]
-            marks = ",".join("?" * len(part))
+        ids = list(dict.fromkeys(ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
             rows = self.query(
-                "SELECT id, prev FROM (SELECT id, LAG(id) OVER (PARTITION BY session_id ORDER BY created_at, rowid) "
-                "AS prev FROM memories WHERE user_id=? AND memory_type='episodic' AND deleted_at IS NULL "
-                f"AND session_id IN (SELECT session_id FROM memories WHERE id IN ({marks}) AND +user_id=?)) "
-                f"WHERE prev IS NOT NULL AND id IN ({marks})",
-                [user_id, *part, user_id, *part],
+                "SELECT m.id, (SELECT p.id FROM memories p INDEXED BY ix_mem_user_session_created "
+                "WHERE p.user_id=m.user_id AND p.session_id=m.session_id AND p.created_at<=m.created_at "
+                "AND (p.created_at<m.created_at OR p.rowid<m.rowid) AND p.memory_type='episodic' "
+                "AND p.deleted_at IS NULL ORDER BY p.created_at DESC, p.rowid DESC LIMIT 1) "
+                f"FROM memories m WHERE m.id IN ({','.join('?' * len(part))}) AND +m.user_id=? "
+                "AND m.session_id IS NOT NULL AND m.memory_type='episodic' AND m.deleted_at IS NULL",
+                [*part, user_id],
             )
-            out.update((r[0], r[1]) for r in rows)
+            out.update((r[0], r[1]) for r in rows if r[1] is not None)
         return out
 
     def contents(self, ids: Sequence[str], user_id: str) -> dict[str, str]:
