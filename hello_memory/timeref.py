@@ -237,8 +237,7 @@ _NOT_UNTIL = r"(?<!before )(?<!until )(?<!till )(?<!up to )"  # "before today" n
 _ZH_NUM = r"(?P<num>\d{1,3}|[零一二两三四五六七八九十]{1,3}|半|几)"
 _ZH_UNIT = r"(?:个)?(?P<unit>天|日|周|星期|礼拜|月|年)"
 
-_Match = re.Match[str]
-Resolver = Callable[[_Match, datetime], "tuple[datetime, datetime, timedelta] | None"]
+Resolver = Callable[[re.Match[str], datetime], "tuple[datetime, datetime, timedelta] | None"]
 
 
 def _en_ago(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
@@ -326,7 +325,7 @@ def _calendar_day(year: int, month: int, day: int, ref: datetime) -> datetime | 
         return None
 
 
-def _date(m: _Match, ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
+def _date(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
     """A calendar day; without a year, its latest occurrence up to ``ref``."""
     month, day = _month_number(m.group("month")), _day_number(m.group("day"))
     if month is None or day is None:
@@ -338,7 +337,7 @@ def _date(m: _Match, ref: datetime) -> tuple[datetime, datetime, timedelta] | No
     return None if start is None else (start, start + DAY, DAY)
 
 
-def _month(m: _Match, ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
+def _month(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
     """A calendar month; without a year, its latest occurrence up to ``ref``."""
     month = _month_number(m.group("month"))
     if month is None:
@@ -348,7 +347,7 @@ def _month(m: _Match, ref: datetime) -> tuple[datetime, datetime, timedelta] | N
     return start, _month_start(start, -1), _PERIOD_SLACK["month"]
 
 
-def _year(m: _Match, ref: datetime) -> tuple[datetime, datetime, timedelta]:
+def _year(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
     start = _midnight(ref).replace(year=int(m.group("year")), month=1, day=1)
     return start, start.replace(year=start.year + 1), _PERIOD_SLACK["year"]
 

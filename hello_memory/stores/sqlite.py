@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -100,6 +100,14 @@ def _ts(dt: datetime | None) -> float | None:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
+
+
+def _id_batches(ids: Sequence[str], size: int = 500) -> Iterator[tuple[list[str], str]]:
+    """The distinct ``ids`` in batches under SQLite's parameter limit, each with its ``?,?,...``."""
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), size):
+        part = unique[start : start + size]
+        yield part, ",".join("?" * len(part))
 
 
 def _dt(ts: float | None) -> datetime | None:
@@ -384,10 +392,8 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
     ) -> dict[str, MemoryItem]:
         """Memories by id, restricted to ``user_id`` (``None`` = any user, internal use only)."""
         out: dict[str, MemoryItem] = {}
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            sql = f"SELECT {','.join(_COLUMNS)} FROM memories WHERE id IN ({','.join('?' * len(part))})"
+        for part, marks in _id_batches(ids):
+            sql = f"SELECT {','.join(_COLUMNS)} FROM memories WHERE id IN ({marks})"
             params: list[Any] = list(part)
             if user_id is not None:  # "+": look rows up by id, not by scanning the user's index
                 sql += " AND +user_id=?"
@@ -405,15 +411,13 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         One index probe per memory (``ix_mem_user_session_created``), however long the session.
         """
         out: dict[str, str] = {}
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
+        for part, marks in _id_batches(ids):
             rows = self.query(
                 "SELECT m.id, (SELECT p.id FROM memories p INDEXED BY ix_mem_user_session_created "
                 "WHERE p.user_id=m.user_id AND p.session_id=m.session_id AND p.created_at<=m.created_at "
                 "AND (p.created_at<m.created_at OR p.rowid<m.rowid) AND p.memory_type='episodic' "
                 "AND p.deleted_at IS NULL ORDER BY p.created_at DESC, p.rowid DESC LIMIT 1) "
-                f"FROM memories m WHERE m.id IN ({','.join('?' * len(part))}) AND +m.user_id=? "
+                f"FROM memories m WHERE m.id IN ({marks}) AND +m.user_id=? "
                 "AND m.session_id IS NOT NULL AND m.memory_type='episodic' AND m.deleted_at IS NULL",
                 [*part, user_id],
             )
@@ -423,11 +427,9 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
     def contents(self, ids: Sequence[str], user_id: str) -> dict[str, str]:
         """The text of the user's live memories among ``ids``."""
         out: dict[str, str] = {}
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
+        for part, marks in _id_batches(ids):
             rows = self.query(
-                f"SELECT id, content FROM memories WHERE id IN ({','.join('?' * len(part))}) "
+                f"SELECT id, content FROM memories WHERE id IN ({marks}) "
                 "AND +user_id=? AND deleted_at IS NULL",
                 [*part, user_id],
             )
@@ -437,13 +439,11 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
     def score_rows(self, ids: Sequence[str], user_id: str) -> dict[str, ScoreRow]:
         """The columns search scores with, for the user's live memories among ``ids``."""
         out: dict[str, ScoreRow] = {}
-        ids = list(dict.fromkeys(ids))
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
+        for part, marks in _id_batches(ids):
             rows = self.query(
                 "SELECT id, memory_type, importance, created_at, session_id, valid_to, modality, entity_ids, "
                 "json_extract(fields, '$.participants') "
-                f"FROM memories WHERE id IN ({','.join('?' * len(part))}) AND +user_id=? AND deleted_at IS NULL",
+                f"FROM memories WHERE id IN ({marks}) AND +user_id=? AND deleted_at IS NULL",
                 [*part, user_id],
             )
             for r in rows:
