@@ -20,6 +20,7 @@ from pathlib import Path
 
 from benchmarks.datasets import DATASETS, RetrievalTask, load_task
 from benchmarks.evaluation import KS
+from benchmarks.misses import ranking_records
 from benchmarks.report import plot_recall, to_json, to_markdown
 from benchmarks.runner import SystemRun, default_depth, run_system
 from benchmarks.systems import SYSTEMS, SystemContext, SystemUnavailableError, build_system
@@ -58,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--embed-cache", type=Path, help="directory for an e5 embedding cache (skews index time)")
     p.add_argument("--json", type=Path, required=True, metavar="OUT")
     p.add_argument("--markdown", type=Path, metavar="OUT.md")
+    p.add_argument(
+        "--rankings",
+        type=Path,
+        metavar="OUT.jsonl",
+        help="every query's ranking, one JSON line per system and query (read by benchmarks.misses)",
+    )
     p.add_argument("--plot", type=Path, metavar="OUT.png", help="recall@k curves (needs matplotlib)")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
@@ -126,6 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(to_json(task, runs, meta, skipped), indent=2, ensure_ascii=False) + "\n")
+    if args.rankings:
+        args.rankings.parent.mkdir(parents=True, exist_ok=True)
+        with args.rankings.open("w", encoding="utf-8") as fh:
+            for run in runs:
+                for record in ranking_records(task, run.spec, run.rankings):
+                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     markdown = to_markdown(task, runs, skipped)
     print(markdown)
     if args.markdown:
