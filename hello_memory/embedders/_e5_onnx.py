@@ -114,21 +114,33 @@ def _add_norm(
 
 
 class OnnxEncoder:
-    """An ONNX Runtime session over :func:`build_model`; one intra-op thread per call.
+    """ONNX Runtime sessions over :func:`build_model`: one intra-op thread, or more for a pass run alone.
 
-    Sessions are safe to call from several threads at once; callers parallelise across calls.
+    Batches are parallelised by the caller, one thread per forward pass. A pass that runs alone (a
+    search query, one memory) gets ``alone_threads`` intra-op threads instead, which do not spin-wait
+    between calls (the machine is shared). A 16-token query, medians of six runs of 200: 8.2 ms on one
+    thread, 6.2 ms on two (5.2 ms with spinning, which keeps the second core busy between queries).
+    Sessions are safe to call from several threads at once.
     """
 
-    def __init__(self, model: bytes) -> None:
-        import onnxruntime as ort
+    def __init__(self, model: bytes, alone_threads: int = 1) -> None:
+        self._session = _session(model, 1)
+        self._alone = _session(model, alone_threads) if alone_threads > 1 else None
 
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3  # errors only
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
-
-    def __call__(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def __call__(self, x: np.ndarray, mask: np.ndarray, *, alone: bool = False) -> np.ndarray:
         """Last hidden states ``[B, L, hidden]`` for padded embeddings and their token mask."""
-        return self._session.run(["y"], {"x": x, "mask": mask})[0]
+        session = self._alone if alone and self._alone is not None else self._session
+        return session.run(["y"], {"x": x, "mask": mask})[0]
+
+
+def _session(model: bytes, threads: int) -> Any:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3  # errors only
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads > 1:
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
