@@ -184,3 +184,26 @@ def test_backends_agree(ours):
     texts = [*MIXED[:6], LONG_EN[:3000]]
     for fn in ("query", "passage"):
         assert cosines(getattr(ours, fn)(texts), getattr(other, fn)(texts)).min() >= 0.999
+
+
+def test_a_pass_run_alone_gets_two_threads_and_the_same_vectors():
+    two = LocalE5(backend="onnx", threads=2)
+    assert two._onnx._alone is not None  # a query runs on the two-thread session
+    assert LocalE5(backend="onnx", threads=1)._onnx._alone is None  # one thread asked for, one used
+    texts = ["how long is my daily commute?", "我三天前买了什么？"]
+    session, calls = two._onnx._alone, []
+
+    class Spy:
+        def run(self, *args):
+            calls.append(args)
+            return session.run(*args)
+
+    two._onnx._alone = Spy()
+    alone = np.stack([two.query(t) for t in texts])
+    assert len(calls) == 2
+    two.passage(texts * 100)  # a batch runs in parallel passes on the one-thread session
+    assert len(calls) == 2
+    seqs = [[two._bos, *two.tokenizer.content_ids("query: " + t), two._eos] for t in texts]
+    one_thread = np.stack([two._forward_onnx([s], np.array([len(s)]), alone=False)[0] for s in seqs])
+    one_thread /= np.linalg.norm(one_thread, axis=1, keepdims=True)
+    assert np.allclose(alone, one_thread, atol=2e-6)
