@@ -17,6 +17,11 @@ first ``k``) by category, and what the first ``k`` held instead:
 
 ``--examples N`` also prints N misses per category with the query, the gold texts and the top
 results (it reloads the dataset from ``--data`` for the texts).
+
+``--against OLD.jsonl`` compares with an earlier run of the same queries instead: per system, the
+queries a change fixed (a miss at k before, a hit now) and broke, by category, listed with their text::
+
+    python -m benchmarks.misses runs/after.jsonl --against runs/before.jsonl --k 5
 """
 
 from __future__ import annotations
@@ -206,12 +211,74 @@ def examples_markdown(report: MissReport, task: RetrievalTask, per_category: int
     return "\n".join(lines)
 
 
+@dataclass(frozen=True, slots=True)
+class Flips:
+    """What changed at ``k`` between two runs of one system over the same queries."""
+
+    system: str
+    k: int
+    n: int
+    hits_before: int
+    hits_after: int
+    fixed: list[Ranked]  # a miss before, a hit now (the new run's records)
+    broken: list[Ranked]
+
+
+def flips(before: Sequence[Ranked], after: Sequence[Ranked], k: int) -> Flips:
+    """Compare two runs of one system; only queries present in both count."""
+    old = {r.qid: r for r in before}
+    pairs = [(old[r.qid], r) for r in after if r.qid in old]
+
+    def hit(r: Ranked) -> bool:
+        first = r.first_hit()
+        return first is not None and first <= k
+
+    return Flips(
+        after[0].system if after else "",
+        k,
+        len(pairs),
+        sum(hit(a) for a, _ in pairs),
+        sum(hit(b) for _, b in pairs),
+        [b for a, b in pairs if hit(b) and not hit(a)],
+        [b for a, b in pairs if hit(a) and not hit(b)],
+    )
+
+
+def flips_markdown(f: Flips, listed: int = 10) -> str:
+    """Hit counts before/after, fixed and broken queries by category, and up to ``listed`` of each."""
+    lines = [
+        f"### {f.system}: hit@{f.k} {f.hits_before / max(1, f.n):.3f} → {f.hits_after / max(1, f.n):.3f} "
+        f"({f.n} queries in both runs; {len(f.fixed)} fixed, {len(f.broken)} broken)",
+        "",
+        "| category | fixed | broken |",
+        "|---|---|---|",
+    ]
+    fixed, broken = Counter(r.category for r in f.fixed), Counter(r.category for r in f.broken)
+    if not fixed and not broken:
+        return lines[0]
+    lines += [f"| {c} | {fixed.get(c, 0)} | {broken.get(c, 0)} |" for c in sorted(set(fixed) | set(broken))]
+    for label, rows in (("fixed", f.fixed), ("broken", f.broken)):
+        for r in rows[:listed]:
+            lines.append(f"- {label} `{r.qid}` ({r.category}, now first relevant at {r.first_hit() or '-'}): "
+                         f"{r.query[:160]}")
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.misses", description=__doc__.split("\n\n")[0])
     p.add_argument("rankings", type=Path, help="a file written by benchmarks.retrieval --rankings")
     p.add_argument("--k", type=int, default=5, help="a miss has nothing relevant in the first k (default 5)")
     p.add_argument("--system", action="append", help="only these systems (repeatable)")
-    p.add_argument("--examples", type=int, default=0, metavar="N", help="print N missed queries per category")
+    p.add_argument(
+        "--against", type=Path, metavar="OLD.jsonl", help="compare with an earlier run: fixed and broken queries"
+    )
+    p.add_argument(
+        "--examples",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print N missed queries per category (with --against: list N fixed and N broken; default 10)",
+    )
     p.add_argument("--dataset", help="dataset of the run (needed by --examples)")
     p.add_argument("--data", type=Path, help="dataset path of the run (needed by --examples)")
     p.add_argument("--split", help="split of the run (for --examples)")
@@ -225,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error("--k must be at least 1")
-    if args.examples and (args.data is None or args.dataset is None):
+    if args.examples and args.against is None and (args.data is None or args.dataset is None):
         parser.error("--examples needs --dataset and --data (the texts come from the dataset)")
     try:
         records = read_rankings(args.rankings)
@@ -237,6 +304,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             by_system[r.system].append(r)
     if not by_system:
         parser.error(f"{args.rankings} holds no rankings" + (f" of {args.system}" if args.system else ""))
+    if args.against is not None:
+        try:
+            earlier = read_rankings(args.against)
+        except (OSError, ValueError) as e:
+            parser.error(str(e))
+        for system, rows in by_system.items():
+            old = [r for r in earlier if r.system == system]
+            if not old:
+                print(f"{system}: not in {args.against}\n")
+                continue
+            print(flips_markdown(flips(old, rows, args.k), args.examples or 10) + "\n")
+        return 0
     task = None
     if args.examples:
         from benchmarks.datasets import load_task

@@ -9,7 +9,7 @@ import pytest
 from test_retrieval_harness import _locomo_file
 
 from benchmarks.datasets.base import Doc, Match, Query, RetrievalTask
-from benchmarks.misses import main, miss_report, ranking_records, read_rankings
+from benchmarks.misses import flips, main, miss_report, ranking_records, read_rankings
 from benchmarks.retrieval import main as retrieval_main
 
 
@@ -105,3 +105,25 @@ def test_a_file_that_is_not_rankings_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([str(path)])
     assert "bad.jsonl:1: not a rankings line" in capsys.readouterr().err
+
+
+def test_against_an_earlier_run_lists_fixed_and_broken_queries(tmp_path, capsys):
+    task = _pooled_task()
+    before = _write(tmp_path, ranking_records(task, "sys", {"qa": ["b1", "a1"], "qb": ["b1"], "qc": ["x"]}))
+    after_path = tmp_path / "after.jsonl"
+    after_path.write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in ranking_records(task, "sys", {"qa": ["a1"], "qb": ["a1", "x"], "qc": ["x"]})
+        )
+    )
+    f = flips(read_rankings(before), read_rankings(after_path), k=1)
+    assert (f.n, f.hits_before, f.hits_after) == (3, 2, 2)
+    assert [r.qid for r in f.fixed] == ["qa"] and [r.qid for r in f.broken] == ["qb"]
+    assert main([str(after_path), "--against", str(before), "--k", "1", "--examples", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "hit@1 0.667 → 0.667 (3 queries in both runs; 1 fixed, 1 broken)" in out
+    assert "| single-session-user | 1 | 1 |" in out
+    assert "- fixed `qa`" in out and "- broken `qb`" in out
+    assert main([str(after_path), "--against", str(before), "--k", "2"]) == 0
+    assert "hit@2 1.000 → 0.667 (3 queries in both runs; 0 fixed, 1 broken)" in capsys.readouterr().out
