@@ -128,7 +128,9 @@ class QdrantConnection:
         full = self.full(name)
         if not self.call("check the collection", "collection_exists", full):
             try:
-                self.call("create the collection", "create_collection", full, metadata={META_KEY: meta}, **create)
+                self.call(
+                    "create the collection", "create_collection", full, metadata={META_KEY: meta}, **create
+                )
                 logger.info("created collection %s", full)
             except StoreError:  # a concurrent creator may have won the race
                 if not self.call("check the collection", "collection_exists", full):
@@ -136,7 +138,9 @@ class QdrantConnection:
         info = self.call("read the collection", "get_collection", full)
         stored = dict((info.config.metadata or {}).get(META_KEY) or {})
         if not stored:
-            raise StoreError(f"collection {full!r} was not created by hello-memory (no {META_KEY!r} metadata)")
+            raise StoreError(
+                f"collection {full!r} was not created by hello-memory (no {META_KEY!r} metadata)"
+            )
         check(stored)
         return stored
 
@@ -164,7 +168,13 @@ class QdrantConnection:
         offset: Any = None
         while True:
             records, offset = self.call(
-                "scroll", "scroll", self.full(name), scroll_filter=qfilter, limit=SCROLL_PAGE, offset=offset, **kwargs
+                "scroll",
+                "scroll",
+                self.full(name),
+                scroll_filter=qfilter,
+                limit=SCROLL_PAGE,
+                offset=offset,
+                **kwargs,
             )
             out.extend(records)
             if offset is None:

@@ -82,7 +82,9 @@ class SessionContext:
                     current[it.id] = codec.Turn(it.id, it.created_at.timestamp(), seq, tuple(own[it.id]))
                 else:
                     current.pop(it.id, None)
-            docs = self._documents(codec.ordered(current.values()), {it.id for it in items if _in_session(it, key)})
+            docs = self._documents(
+                codec.ordered(current.values()), {it.id for it in items if _in_session(it, key)}
+            )
             plan.documents.update((k, v) for k, v in docs.items() if k in own)
         return plan
 
@@ -110,12 +112,16 @@ class SessionContext:
                 stale = {k: v for k, v in docs.items() if plan.documents.get(k) != v}
                 self._update(stale, encoder)
         except StoreError as e:
-            logger.warning("refreshing the lexical context of %d session(s) failed: %s", len(plan.sessions), e)
+            logger.warning(
+                "refreshing the lexical context of %d session(s) failed: %s", len(plan.sessions), e
+            )
 
     def rebuild(self, encoder: LexicalEncoder, user_id: str | None = None) -> int:
         """Re-encode every live memory's lexical document (of one user, or all); returns how many."""
         m = models()
-        must = [codec.empty("deleted_ts")] + ([codec.match("user_id", user_id)] if user_id is not None else [])
+        must = [codec.empty("deleted_ts")] + (
+            [codec.match("user_id", user_id)] if user_id is not None else []
+        )
         fields = ["user_id", "session_id", "memory_type", *codec.TURN_FIELDS]
         points = self._conn.scroll_all(self._collection, m.Filter(must=must), with_payload=fields)
         docs: dict[str, list[str]] = {}
@@ -123,7 +129,11 @@ class SessionContext:
         for p in points:
             pl = p.payload
             turn = codec.turn_of(str(p.id), pl)
-            if self.window and pl.get("session_id") is not None and pl["memory_type"] == MemoryType.EPISODIC.value:
+            if (
+                self.window
+                and pl.get("session_id") is not None
+                and pl["memory_type"] == MemoryType.EPISODIC.value
+            ):
                 sessions.setdefault((pl["user_id"], pl["session_id"]), []).append(turn)
             else:
                 docs[turn.id] = list(turn.terms)
@@ -150,14 +160,31 @@ class SessionContext:
         for pid, terms in docs.items():
             indices, values = encoder.document(terms)
             if indices:
-                points.append(m.PointVectors(id=pid, vector={self._vector: m.SparseVector(indices=indices, values=values)}))
+                points.append(
+                    m.PointVectors(
+                        id=pid, vector={self._vector: m.SparseVector(indices=indices, values=values)}
+                    )
+                )
             else:
                 empty.append(pid)
         for start in range(0, len(points), _UPDATE_BATCH):
-            self._conn.call("update lexical vectors", "update_vectors", full, points=points[start : start + _UPDATE_BATCH], wait=True)
+            self._conn.call(
+                "update lexical vectors",
+                "update_vectors",
+                full,
+                points=points[start : start + _UPDATE_BATCH],
+                wait=True,
+            )
         if empty:
             selector = m.PointIdsList(points=empty)
-            self._conn.call("drop lexical vectors", "delete_vectors", full, vectors=[self._vector], points=selector, wait=True)
+            self._conn.call(
+                "drop lexical vectors",
+                "delete_vectors",
+                full,
+                vectors=[self._vector],
+                points=selector,
+                wait=True,
+            )
 
 
 def _in_session(item: MemoryItem, key: SessionKey) -> bool:

@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 import uuid
@@ -116,12 +117,25 @@ class QdrantRecordStore:
     ) -> None:
         if (embedder is None) != (dimension is None):
             raise InvalidInputError("give both embedder and dimension, or neither", field="embedder")
-        if dimension is not None and (isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1):
+        if dimension is not None and (
+            isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1
+        ):
             raise InvalidInputError("dimension must be a positive int", field="dimension")
-        if isinstance(context_window, bool) or not isinstance(context_window, int) or not 0 <= context_window <= 10:
+        if (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or not 0 <= context_window <= 10
+        ):
             raise InvalidInputError("context_window must be an integer in [0, 10]", field="context_window")
         self._conn = QdrantConnection(
-            location, url=url, path=path, api_key=api_key, timeout=timeout, client=client, prefix=prefix, retries=retries
+            location,
+            url=url,
+            path=path,
+            api_key=api_key,
+            timeout=timeout,
+            client=client,
+            prefix=prefix,
+            retries=retries,
         )
         self._embedder, self._dimension = embedder, dimension
         self._wanted = {"window": context_window, "lexical": (lexical or LexicalEncoder()).to_json()}
@@ -171,14 +185,31 @@ class QdrantRecordStore:
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         """Hard-delete the user's memories: history first, then the point (which holds the marker)."""
         self._ensure()
-        owned = {p.id: p for p in self._points(user_id, ids, ["user_id", *codec.TURN_FIELDS, "session_id", "memory_type", "deleted_ts"])}
+        owned = {
+            p.id: p
+            for p in self._points(
+                user_id, ids, ["user_id", *codec.TURN_FIELDS, "session_id", "memory_type", "deleted_ts"]
+            )
+        }
         if not owned:
             return 0
         plan = self._context.plan_removal(list(owned.values()))
         m = models()
         history = m.Filter(must=[codec.match("memory_id", list(owned)), codec.match("user_id", user_id)])
-        self._conn.call("delete history", "delete", self._conn.full(HISTORY), points_selector=m.FilterSelector(filter=history), wait=True)
-        self._conn.call("delete", "delete", self._conn.full(RECORDS), points_selector=m.PointIdsList(points=list(owned)), wait=True)
+        self._conn.call(
+            "delete history",
+            "delete",
+            self._conn.full(HISTORY),
+            points_selector=m.FilterSelector(filter=history),
+            wait=True,
+        )
+        self._conn.call(
+            "delete",
+            "delete",
+            self._conn.full(RECORDS),
+            points_selector=m.PointIdsList(points=list(owned)),
+            wait=True,
+        )
         self._context.refresh(plan, self._encoder)
         return len(owned)
 
@@ -191,7 +222,10 @@ class QdrantRecordStore:
         ops = [
             m.SetPayloadOperation(
                 set_payload=m.SetPayload(
-                    payload={"access_count": int(p.payload.get("access_count") or 0) + 1, "last_accessed_ts": stamp},
+                    payload={
+                        "access_count": int(p.payload.get("access_count") or 0) + 1,
+                        "last_accessed_ts": stamp,
+                    },
                     filter=m.Filter(must=[codec.has_ids([str(p.id)]), codec.match("user_id", user_id)]),
                 )
             )
@@ -200,7 +234,9 @@ class QdrantRecordStore:
         self._conn.call("record accesses", "batch_update_points", self._conn.full(RECORDS), ops, wait=True)
 
     # -- reads --------------------------------------------------------------------------------
-    def read(self, user_id: str, ids: Sequence[str], *, include_deleted: bool = False) -> dict[str, StoredRecord]:
+    def read(
+        self, user_id: str, ids: Sequence[str], *, include_deleted: bool = False
+    ) -> dict[str, StoredRecord]:
         """The user's memories among ``ids`` with their versions."""
         out: dict[str, StoredRecord] = {}
         for p in self._points(user_id, ids, codec.RECORD_FIELDS):
@@ -219,7 +255,9 @@ class QdrantRecordStore:
             time_range=query.time_range,
         )
         fields = ["record", "access_count", "last_accessed_ts"]
-        items = [codec.item_of(p.payload) for p in self._conn.scroll_all(RECORDS, qfilter, with_payload=fields)]
+        items = [
+            codec.item_of(p.payload) for p in self._conn.scroll_all(RECORDS, qfilter, with_payload=fields)
+        ]
         items.sort(key=_ORDER_KEYS[RecordOrder(query.order)])
         return items if query.limit is None else items[: max(0, int(query.limit))]
 
@@ -253,7 +291,9 @@ class QdrantRecordStore:
     def contents(self, ids: Sequence[str], user_id: str) -> dict[str, str]:
         """The text of the user's live memories among ``ids``."""
         points = self._points(user_id, ids, ["user_id", "deleted_ts", "record"])
-        return {str(p.id): p.payload["record"]["content"] for p in points if p.payload.get("deleted_ts") is None}
+        return {
+            str(p.id): p.payload["record"]["content"] for p in points if p.payload.get("deleted_ts") is None
+        }
 
     def previous_in_session(self, ids: Sequence[str], user_id: str) -> dict[str, str]:
         """For each live episodic memory among ``ids``, the turn before it in its session."""
@@ -268,7 +308,7 @@ class QdrantRecordStore:
         wanted, out = {str(p.id) for p in points}, {}
         for session in sessions:
             turns = self._context.turns(user_id, session)
-            for before, turn in zip(turns, turns[1:], strict=False):
+            for before, turn in itertools.pairwise(turns):
                 if turn.id in wanted:
                     out[turn.id] = before.id
         return out
@@ -321,11 +361,16 @@ class QdrantRecordStore:
         """Ids of the user's current memories asserting (subject, relation, another object)."""
         self._ensure()
         key = codec.fact_strings([codec.Fact(subject_id, relation, object_id)])[1][0]
-        qfilter = codec.scope_filter(user_id, extra=[codec.match("fact_keys", key), codec.empty("valid_to_ts")])
+        qfilter = codec.scope_filter(
+            user_id, extra=[codec.match("fact_keys", key), codec.empty("valid_to_ts")]
+        )
         out = []
         for p in self._conn.scroll_all(RECORDS, qfilter, with_payload=["facts"]):
             facts = codec.facts_of(p.payload)
-            if any((f.subject_id, f.relation) == (subject_id, relation) and f.object_id != object_id for f in facts):
+            if any(
+                (f.subject_id, f.relation) == (subject_id, relation) and f.object_id != object_id
+                for f in facts
+            ):
                 out.append(str(p.id))
         return sorted(out)
 
@@ -336,7 +381,9 @@ class QdrantRecordStore:
         live: dict[str, int] = {}
         deleted: dict[str, int] = {}
         total = 0.0
-        for p in self._conn.scroll_all(RECORDS, qfilter, with_payload=["memory_type", "deleted_ts", "importance"]):
+        for p in self._conn.scroll_all(
+            RECORDS, qfilter, with_payload=["memory_type", "deleted_ts", "importance"]
+        ):
             tier = p.payload["memory_type"]
             if p.payload.get("deleted_ts") is None:
                 live[tier] = live.get(tier, 0) + 1
@@ -400,11 +447,16 @@ class QdrantRecordStore:
         m = models()
         qfilter = m.Filter(must=[codec.match("user_id", user_id)])
         counts = {}
-        for name, key in ((HISTORY, "history"), (RECORDS, "records")):  # the records last: they hold the markers
+        for name, key in (
+            (HISTORY, "history"),
+            (RECORDS, "records"),
+        ):  # the records last: they hold the markers
             counts[key] = self._conn.count(name, qfilter)
             if counts[key]:
                 selector = m.FilterSelector(filter=qfilter)
-                self._conn.call("forget a user", "delete", self._conn.full(name), points_selector=selector, wait=True)
+                self._conn.call(
+                    "forget a user", "delete", self._conn.full(name), points_selector=selector, wait=True
+                )
         return counts
 
     def residue(self, user_id: str) -> dict[str, int]:
@@ -430,8 +482,18 @@ class QdrantRecordStore:
         if self._ready:
             return
         m = models()
-        vectors = {} if self._dimension is None else {DENSE: m.VectorParams(size=self._dimension, distance=m.Distance.COSINE)}
-        meta = {"kind": "records", "schema": SCHEMA, "embedder": self._embedder, "dimension": self._dimension, **self._wanted}
+        vectors = (
+            {}
+            if self._dimension is None
+            else {DENSE: m.VectorParams(size=self._dimension, distance=m.Distance.COSINE)}
+        )
+        meta = {
+            "kind": "records",
+            "schema": SCHEMA,
+            "embedder": self._embedder,
+            "dimension": self._dimension,
+            **self._wanted,
+        }
         stored = self._conn.ensure_collection(
             RECORDS,
             meta,
@@ -439,12 +501,21 @@ class QdrantRecordStore:
             vectors_config=vectors,
             sparse_vectors_config={LEXICAL: m.SparseVectorParams(modifier=m.Modifier.IDF)},
         )
-        self._conn.ensure_collection(HISTORY, {"kind": "record_history", "schema": SCHEMA}, _kind("record_history"), vectors_config={})
+        self._conn.ensure_collection(
+            HISTORY, {"kind": "record_history", "schema": SCHEMA}, _kind("record_history"), vectors_config={}
+        )
         self._encoder = LexicalEncoder.from_json(stored["lexical"])
         if stored["window"] != self._wanted["window"]:
-            logger.warning("%s keeps lexical context window %s (not %s)", self._conn.full(RECORDS), stored["window"], self._wanted["window"])
+            logger.warning(
+                "%s keeps lexical context window %s (not %s)",
+                self._conn.full(RECORDS),
+                stored["window"],
+                self._wanted["window"],
+            )
         self._context = SessionContext(self._conn, RECORDS, LEXICAL, int(stored["window"]))
-        self._conn.ensure_indexes(RECORDS, keywords=codec.KEYWORD_KEYS, floats=codec.FLOAT_KEYS, tenant="user_id")
+        self._conn.ensure_indexes(
+            RECORDS, keywords=codec.KEYWORD_KEYS, floats=codec.FLOAT_KEYS, tenant="user_id"
+        )
         self._conn.ensure_indexes(HISTORY, keywords=("user_id", "memory_id"), tenant="user_id")
         self._ready = True
 
@@ -456,7 +527,9 @@ class QdrantRecordStore:
         if stored.get("dimension") is None:
             raise EmbedderMismatchError(name, "(no dense vectors)", str(self._embedder))
         if stored["dimension"] != self._dimension:
-            raise DimensionMismatchError(name, int(stored["dimension"]), self._dimension, embedder=self._embedder)
+            raise DimensionMismatchError(
+                name, int(stored["dimension"]), self._dimension, embedder=self._embedder
+            )
         if stored.get("embedder") != self._embedder:
             raise EmbedderMismatchError(name, str(stored.get("embedder")), str(self._embedder))
 
@@ -464,7 +537,9 @@ class QdrantRecordStore:
         if w.vector is None:
             return None
         if self._dimension is None:
-            raise InvalidInputError("this record store keeps no dense vectors (no embedder configured)", field="vector")
+            raise InvalidInputError(
+                "this record store keeps no dense vectors (no embedder configured)", field="vector"
+            )
         return unit_vector(RECORDS, w.vector, self._dimension).tolist()
 
     def _points(self, user_id: str, ids: Sequence[str], fields: list[str], vectors: Any = False) -> list[Any]:
@@ -475,7 +550,12 @@ class QdrantRecordStore:
         self._ensure()
         fields = fields if "user_id" in fields else [*fields, "user_id"]
         records = self._conn.call(
-            "retrieve", "retrieve", self._conn.full(RECORDS), candidates, with_payload=fields, with_vectors=vectors
+            "retrieve",
+            "retrieve",
+            self._conn.full(RECORDS),
+            candidates,
+            with_payload=fields,
+            with_vectors=vectors,
         )
         return [r for r in records if (r.payload or {}).get("user_id") == user_id]
 
@@ -496,9 +576,13 @@ class QdrantRecordStore:
             return
         self._ensure()
         qfilter = models().Filter(must=[codec.has_ids(candidates), codec.match("user_id", user_id)])
-        self._conn.call("set a marker", "set_payload", self._conn.full(RECORDS), payload, points=qfilter, wait=True)
+        self._conn.call(
+            "set a marker", "set_payload", self._conn.full(RECORDS), payload, points=qfilter, wait=True
+        )
 
-    def _apply_one(self, w: RecordWrite, terms: list[str], seq: int, vector: list[float] | None) -> StoredRecord:
+    def _apply_one(
+        self, w: RecordWrite, terms: list[str], seq: int, vector: list[float] | None
+    ) -> StoredRecord:
         item = w.item
         keep_dense = w.expected_version is not None and vector is None and item.deleted_at is None
         existing = self._point(item.id, dense=keep_dense and self._dimension is not None)
@@ -513,7 +597,9 @@ class QdrantRecordStore:
         if stored_version != w.expected_version:
             raise stale(item.id, w.expected_version, stored_version)
         if existing.payload["memory_type"] != item.memory_type.value:
-            raise InvalidInputError("a memory's tier cannot change; store a new memory instead", field="memory_type")
+            raise InvalidInputError(
+                "a memory's tier cannot change; store a new memory instead", field="memory_type"
+            )
         if keep_dense and isinstance(existing.vector, dict) and existing.vector.get(DENSE) is not None:
             vector = list(existing.vector[DENSE])
         book = _book(stored_version + 1, int(existing.payload.get("seq") or seq), w, existing.payload, item)
@@ -528,7 +614,14 @@ class QdrantRecordStore:
         return StoredRecord(stored, int(existing.payload["version"]))
 
     def _write(
-        self, item: MemoryItem, book: codec.Bookkeeping, terms: list[str], vector: list[float] | None, *, insert: bool, expected: int | None
+        self,
+        item: MemoryItem,
+        book: codec.Bookkeeping,
+        terms: list[str],
+        vector: list[float] | None,
+        *,
+        insert: bool,
+        expected: int | None,
     ) -> StoredRecord:
         m = models()
         own = index_terms(lexical_tokens(item.content))
@@ -540,11 +633,17 @@ class QdrantRecordStore:
             if vector is not None:
                 vectors[DENSE] = vector
         point = m.PointStruct(id=item.id, vector=vectors, payload=codec.record_payload(item, book, own))
-        options: dict[str, Any] = {"update_mode": m.UpdateMode.INSERT_ONLY} if insert else {
-            "update_filter": m.Filter(must=[codec.match("version", expected)]),
-            "ordering": m.WriteOrdering.STRONG,
-        }
-        self._conn.call("write a memory", "upsert", self._conn.full(RECORDS), points=[point], wait=True, **options)
+        options: dict[str, Any] = (
+            {"update_mode": m.UpdateMode.INSERT_ONLY}
+            if insert
+            else {
+                "update_filter": m.Filter(must=[codec.match("version", expected)]),
+                "ordering": m.WriteOrdering.STRONG,
+            }
+        )
+        self._conn.call(
+            "write a memory", "upsert", self._conn.full(RECORDS), points=[point], wait=True, **options
+        )
         landed = self._point(item.id)
         if landed is None:
             raise StoreError(f"memory {item.id!r} was deleted while it was written; write it again")
@@ -572,7 +671,14 @@ class QdrantRecordStore:
         ]
         self._conn.call("write history", "upsert", self._conn.full(HISTORY), points=history, wait=True)
         mine = m.Filter(must=[codec.has_ids([mid]), codec.match("write_id", point.payload["write_id"])])
-        self._conn.call("clear the outbox", "set_payload", self._conn.full(RECORDS), {"outbox": []}, points=mine, wait=True)
+        self._conn.call(
+            "clear the outbox",
+            "set_payload",
+            self._conn.full(RECORDS),
+            {"outbox": []},
+            points=mine,
+            wait=True,
+        )
 
 
 def _book(
@@ -601,6 +707,8 @@ def _book(
 def _kind(kind: str) -> Any:
     def check(stored: dict[str, Any]) -> None:
         if stored.get("kind") != kind or int(stored.get("schema", 0)) > SCHEMA:
-            raise StoreError(f"collection holds {stored.get('kind')!r} schema {stored.get('schema')}, not {kind!r} schema {SCHEMA}")
+            raise StoreError(
+                f"collection holds {stored.get('kind')!r} schema {stored.get('schema')}, not {kind!r} schema {SCHEMA}"
+            )
 
     return check

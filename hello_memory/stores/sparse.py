@@ -86,7 +86,9 @@ def term_id(term: str) -> int:
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big")
 
 
-def context_document(before: Sequence[Sequence[str]], own: Sequence[str], after: Sequence[Sequence[str]]) -> list[str]:
+def context_document(
+    before: Sequence[Sequence[str]], own: Sequence[str], after: Sequence[Sequence[str]]
+) -> list[str]:
     """A memory's lexical document: neighbours before (oldest first), its own terms twice, neighbours after.
 
     Without neighbours the document is its own terms once, as in the FTS5 index.

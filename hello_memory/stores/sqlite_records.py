@@ -63,7 +63,9 @@ class _Host(Protocol):
     def unindex(self, conn: sqlite3.Connection, memory_id: str) -> None: ...
     def reindex(self, conn: sqlite3.Connection, item: MemoryItem, tokens: Sequence[str]) -> None: ...
     def add_history(self, conn: sqlite3.Connection, entry: HistoryEntry, user_id: str) -> None: ...
-    def add_pending(self, conn: sqlite3.Connection, memory_id: str, user_id: str, op: str, at: float) -> None: ...
+    def add_pending(
+        self, conn: sqlite3.Connection, memory_id: str, user_id: str, op: str, at: float
+    ) -> None: ...
     def add_fact(
         self, conn: sqlite3.Connection, user_id: str, memory_id: str, s: str, rel: str, o: str
     ) -> None: ...
@@ -91,7 +93,11 @@ def check_writes(writes: Sequence[RecordWrite]) -> None:
 
 def same_memory(stored: MemoryItem, item: MemoryItem) -> bool:
     """Whether an insert of ``item`` repeats the stored insert (the duplicate policy's test)."""
-    return (stored.user_id, stored.memory_type, stored.content) == (item.user_id, item.memory_type, item.content)
+    return (stored.user_id, stored.memory_type, stored.content) == (
+        item.user_id,
+        item.memory_type,
+        item.content,
+    )
 
 
 def taken(memory_id: str) -> WriteConflictError:
@@ -148,7 +154,9 @@ class RecordStoreMethods:
                 stored = _stored(self, conn, w.item.id)
                 if w.expected_version is None:
                     if stored is not None or any(i.item.id == w.item.id for i in inserts):
-                        twin = stored.item if stored else next(i.item for i in inserts if i.item.id == w.item.id)
+                        twin = (
+                            stored.item if stored else next(i.item for i in inserts if i.item.id == w.item.id)
+                        )
                         if not same_memory(twin, w.item):
                             raise taken(w.item.id)
                         out.append(stored or StoredRecord(twin, 1))
@@ -193,7 +201,8 @@ class RecordStoreMethods:
                 self.delete_rows(conn, owned)
                 for table, key in (("history", "memory_id"), ("pending", "memory_id")):
                     conn.execute(
-                        f"DELETE FROM {table} WHERE {key} IN ({_marks(owned)}) AND user_id=?", [*owned, user_id]
+                        f"DELETE FROM {table} WHERE {key} IN ({_marks(owned)}) AND user_id=?",
+                        [*owned, user_id],
                     )
                 n += len(owned)
         return n
@@ -263,7 +272,9 @@ class RecordStoreMethods:
 def _stored(host: _Host, conn: sqlite3.Connection, memory_id: str) -> StoredRecord | None:
     from hello_memory.stores.sqlite import _COLUMNS
 
-    row = conn.execute(f"SELECT {','.join(_COLUMNS)}, version FROM memories WHERE id=?", (memory_id,)).fetchone()
+    row = conn.execute(
+        f"SELECT {','.join(_COLUMNS)}, version FROM memories WHERE id=?", (memory_id,)
+    ).fetchone()
     return None if row is None else StoredRecord(host.from_row(row[:-1]), int(row[-1]))
 
 
@@ -276,7 +287,9 @@ def _flush_inserts(host: _Host, conn: sqlite3.Connection, inserts: list[RecordWr
     inserts.clear()
 
 
-def _update(host: _Host, conn: sqlite3.Connection, w: RecordWrite, stored: StoredRecord | None) -> StoredRecord:
+def _update(
+    host: _Host, conn: sqlite3.Connection, w: RecordWrite, stored: StoredRecord | None
+) -> StoredRecord:
     item, expected = w.item, w.expected_version
     if stored is None or stored.item.user_id != item.user_id:
         raise NotFoundError(f"no memory {item.id!r} for user {item.user_id!r}", object_id=item.id)
@@ -284,7 +297,9 @@ def _update(host: _Host, conn: sqlite3.Connection, w: RecordWrite, stored: Store
     if stored.version != expected:
         raise stale(item.id, expected, stored.version)
     if stored.item.memory_type != item.memory_type:
-        raise InvalidInputError("a memory's tier cannot change; store a new memory instead", field="memory_type")
+        raise InvalidInputError(
+            "a memory's tier cannot change; store a new memory instead", field="memory_type"
+        )
     was_live, live = stored.item.deleted_at is None, item.deleted_at is None
     if was_live and not live:
         host.replace(conn, item, None)
