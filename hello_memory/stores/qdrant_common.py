@@ -14,6 +14,7 @@ import logging
 import math
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +23,19 @@ from hello_memory.errors import HelloMemoryError, InvalidInputError, StoreError
 from hello_memory.stores.qdrant import META_KEY, is_transient
 
 logger = logging.getLogger(__name__)
+# Local mode is not thread-safe: every store sharing one local client serialises on that client's lock.
+_LOCAL_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCAL_LOCKS_GUARD = threading.Lock()
+
+
+def _local_lock(client: Any) -> threading.RLock:
+    with _LOCAL_LOCKS_GUARD:
+        lock = _LOCAL_LOCKS.get(client)
+        if lock is None:
+            lock = _LOCAL_LOCKS[client] = threading.RLock()
+        return lock
+
+
 _PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 SCROLL_PAGE = 1024
 
@@ -96,11 +110,11 @@ class QdrantConnection:
         """Call a client method, retrying transient failures and wrapping errors in StoreError."""
         client = self.client()
         fn: Callable[..., Any] = getattr(client, method)
-        local = self.is_local
+        lock = _local_lock(client) if self.is_local else None
         for attempt in range(self._retries + 1):
             try:
-                if local:  # the local engine is not thread-safe
-                    with self._lock:
+                if lock is not None:  # the local engine is not thread-safe
+                    with lock:
                         return fn(*args, **kwargs)
                 return fn(*args, **kwargs)
             except HelloMemoryError:

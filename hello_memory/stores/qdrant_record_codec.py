@@ -9,8 +9,9 @@ A memory is one point of ``<prefix>_records`` (id = the memory id). Its payload 
   ``session_id``, ``modality``, ``created_ts`` / ``updated_ts`` / ``deleted_ts`` / ``valid_to_ts``
   (float epoch seconds; ``deleted_ts`` null = live), ``importance``, ``entity_ids``,
   ``participants``;
-- write bookkeeping: ``version``, ``write_id`` (a UUID per write, to tell which of two racing
-  writes landed), ``seq`` (insertion time in ns: the tie-break of a session's turn order),
+- write bookkeeping: ``version``, ``write_id`` (a UUID per write) and ``recent_writes`` (the
+  last ``RECENT_WRITES`` of them, carried over by every write: a writer that reads its point back
+  after a newer write already replaced it still learns that its own write landed), ``seq`` (insertion time in ns: the tie-break of a session's turn order),
   ``history_count`` and ``outbox`` (history entries written with the record and not yet copied
   to ``<prefix>_record_history``), ``pending`` / ``pending_ts`` (the pending-work marker),
   ``facts`` / ``fact_keys`` (``subject\\x1frelation\\x1fobject`` and ``subject\\x1frelation``);
@@ -40,6 +41,7 @@ from hello_memory.stores.vectors import _check_ints
 
 _HISTORY_NAMESPACE = uuid.UUID("6f1c2a9e-5b7d-4e3a-9c81-2d4f6a8b0e17")
 _SEP = "\x1f"
+RECENT_WRITES = 32
 #: Top-level payload keys that get a keyword index on a server (``user_id`` is the tenant key).
 KEYWORD_KEYS = ("user_id", "memory_type", "session_id", "modality", "pending", "fact_keys", "write_id")
 #: Top-level payload keys that get a float (range) index on a server.
@@ -88,6 +90,7 @@ class Bookkeeping:
     pending_ts: float | None
     access_count: int
     last_accessed_ts: float | None
+    recent_writes: list[str]
 
 
 def record_payload(item: MemoryItem, book: Bookkeeping, lex: Sequence[str]) -> dict[str, Any]:
@@ -111,6 +114,7 @@ def record_payload(item: MemoryItem, book: Bookkeeping, lex: Sequence[str]) -> d
         "last_accessed_ts": book.last_accessed_ts,
         "version": book.version,
         "write_id": book.write_id,
+        "recent_writes": book.recent_writes,
         "seq": book.seq,
         "history_count": book.history_count,
         "outbox": book.outbox,
@@ -219,6 +223,7 @@ RECORD_FIELDS = [
     "user_id",
     "version",
     "write_id",
+    "recent_writes",
     "seq",
     "history_count",
     "outbox",

@@ -11,9 +11,11 @@ Consistency (:mod:`hello_memory.stores.records` has the contract):
 - Writes use ``wait=True``: applied (in the server's WAL) when they return, visible to every
   worker at once. A batch is applied memory by memory, in order.
 - Inserts use ``update_mode=insert_only``, updates ``update_filter: version == expected`` with
-  ``ordering=strong``; each write reads its point back and compares ``write_id`` to learn whether
-  it landed or lost a race (then :class:`~hello_memory.errors.WriteConflictError`, or the
-  duplicate policy's no-op for an identical insert). A retry after a timeout is therefore safe.
+  ``ordering=strong``; each write reads its point back and looks for its ``write_id`` among the
+  point's ``recent_writes`` to learn whether it landed (a newer write may already have replaced
+  it) or lost a race (then :class:`~hello_memory.errors.WriteConflictError`, or the duplicate
+  policy's no-op for an identical insert). Retrying an insert after a timeout is therefore safe;
+  retrying an update conflicts (its version is gone) and the caller re-reads.
 - History entries travel in the record's ``outbox`` and are copied to the history collection
   after the write (idempotent ids); a reader merges both, so an entry is visible exactly when its
   change is. A later write carries unflushed entries over, so none is lost to a crash.
@@ -647,7 +649,7 @@ class QdrantRecordStore:
         landed = self._point(item.id)
         if landed is None:
             raise StoreError(f"memory {item.id!r} was deleted while it was written; write it again")
-        if landed.payload.get("write_id") != book.write_id:
+        if book.write_id not in (landed.payload.get("recent_writes") or ()):
             if insert:
                 return self._repeat(landed, item)
             raise stale(item.id, int(expected or 0), int(landed.payload["version"]))
@@ -690,9 +692,10 @@ def _book(
     pending, pending_ts = prior.get("pending"), prior.get("pending_ts")
     if w.pending is not None:
         pending, pending_ts = w.pending.value, time.time()
+    write_id = str(uuid.uuid4())
     return codec.Bookkeeping(
         version=version,
-        write_id=str(uuid.uuid4()),
+        write_id=write_id,
         seq=seq,
         history_count=count + len(w.history),
         outbox=list(prior.get("outbox") or []) + codec.outbox_entries(count, w.history),
@@ -701,6 +704,7 @@ def _book(
         pending_ts=pending_ts,
         access_count=int(prior.get("access_count") or item.access_count) if existing else item.access_count,
         last_accessed_ts=prior.get("last_accessed_ts") if existing else codec.ts(item.last_accessed_at),
+        recent_writes=[*(prior.get("recent_writes") or []), write_id][-codec.RECENT_WRITES :],
     )
 
 
