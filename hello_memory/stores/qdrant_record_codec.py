@@ -11,7 +11,8 @@ A memory is one point of ``<prefix>_records`` (id = the memory id). Its payload 
   ``participants``;
 - write bookkeeping: ``version``, ``write_id`` (a UUID per write) and ``recent_writes`` (the
   last ``RECENT_WRITES`` of them, carried over by every write: a writer that reads its point back
-  after a newer write already replaced it still learns that its own write landed), ``seq`` (insertion time in ns: the tie-break of a session's turn order),
+  after a newer write already replaced it still learns that its own write landed), ``seq``
+  (insertion time in ns: the tie-break of a session's turn order),
   ``history_count`` and ``outbox`` (history entries written with the record and not yet copied
   to ``<prefix>_record_history``), ``pending`` / ``pending_ts`` (the pending-work marker),
   ``facts`` / ``fact_keys`` (``subject\\x1frelation\\x1fobject`` and ``subject\\x1frelation``);

@@ -1,4 +1,4 @@
-"""Lexical-search contract of record stores (mixed into :class:`~hello_memory.testing.record_store.RecordStoreContract`).
+"""Lexical-search contract of record stores (part of :class:`~.record_store.RecordStoreContract`).
 
 Ranking sanity in English and Chinese, scoping and filters, and the session context window. How
 closely two backends rank the same corpus is a congruence check, :func:`top_k_overlap`.
