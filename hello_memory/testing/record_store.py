@@ -54,7 +54,9 @@ def memory(
 ) -> MemoryItem:
     """A memory created ``minutes`` after ``T0``."""
     at = T0 + timedelta(minutes=minutes)
-    return MemoryItem(user_id=user, memory_type=kind, content=content, created_at=at, updated_at=at, **fields)
+    return MemoryItem(
+        user_id=user, memory_type=MemoryType(kind), content=content, created_at=at, updated_at=at, **fields
+    )
 
 
 def entry(item: MemoryItem, event: str, n: int = 0) -> HistoryEntry:
