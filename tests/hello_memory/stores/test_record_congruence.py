@@ -22,7 +22,47 @@ from hello_memory.testing.record_lexical import top_k_overlap
 from hello_memory.text import lexical_tokens
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
-WORDS = ["tea", "coffee", "mountain", "river", "violin", "budget", "puppy", "lasagna", "garden", "train", "ticket", "museum", "painting", "doctor", "appointment", "birthday", "concert", "marathon", "recipe", "camera", "laptop", "bicycle", "festival", "island", "爬山", "绿茶", "咖啡", "小提琴", "预算", "小狗", "火车", "博物馆", "医生", "生日", "音乐会", "马拉松", "相机", "自行车", "岛屿"]
+WORDS = [
+    "tea",
+    "coffee",
+    "mountain",
+    "river",
+    "violin",
+    "budget",
+    "puppy",
+    "lasagna",
+    "garden",
+    "train",
+    "ticket",
+    "museum",
+    "painting",
+    "doctor",
+    "appointment",
+    "birthday",
+    "concert",
+    "marathon",
+    "recipe",
+    "camera",
+    "laptop",
+    "bicycle",
+    "festival",
+    "island",
+    "爬山",
+    "绿茶",
+    "咖啡",
+    "小提琴",
+    "预算",
+    "小狗",
+    "火车",
+    "博物馆",
+    "医生",
+    "生日",
+    "音乐会",
+    "马拉松",
+    "相机",
+    "自行车",
+    "岛屿",
+]
 
 
 def synthetic(seed: int = 11, n: int = 300) -> tuple[list[tuple[str, str]], list[str]]:
