@@ -210,3 +210,16 @@ class QdrantConnection:
                 client.close()
             except Exception as e:
                 raise StoreError(f"qdrant failed to close: {e}") from e
+
+
+def kind_check(kind: str, schema: int) -> Callable[[dict[str, Any]], None]:
+    """A metadata check: the collection holds ``kind`` at a schema this library reads."""
+
+    def check(stored: dict[str, Any]) -> None:
+        if stored.get("kind") != kind or int(stored.get("schema", 0)) > schema:
+            raise StoreError(
+                f"collection holds {stored.get('kind')!r} schema {stored.get('schema')}, not hello-memory "
+                f"{kind!r} schema {schema}: use another prefix or a newer hello-memory"
+            )
+
+    return check

@@ -47,10 +47,9 @@ from hello_memory.errors import (
     DimensionMismatchError,
     EmbedderMismatchError,
     InvalidInputError,
-    StoreError,
 )
 from hello_memory.stores import qdrant_record_codec as codec
-from hello_memory.stores.qdrant_common import QdrantConnection, models
+from hello_memory.stores.qdrant_common import QdrantConnection, kind_check, models
 from hello_memory.stores.qdrant_record_lexical import SessionContext
 from hello_memory.stores.qdrant_record_reads import DENSE, HISTORY, LEXICAL, RECORDS
 from hello_memory.stores.qdrant_record_writes import RecordWrites
@@ -275,7 +274,10 @@ class QdrantRecordStore(RecordWrites):
             sparse_vectors_config={LEXICAL: m.SparseVectorParams(modifier=m.Modifier.IDF)},
         )
         self._conn.ensure_collection(
-            HISTORY, {"kind": "record_history", "schema": SCHEMA}, _kind("record_history"), vectors_config={}
+            HISTORY,
+            {"kind": "record_history", "schema": SCHEMA},
+            kind_check("record_history", SCHEMA),
+            vectors_config={},
         )
         self._encoder = LexicalEncoder.from_json(stored["lexical"])
         if stored["window"] != self._wanted["window"]:
@@ -293,7 +295,7 @@ class QdrantRecordStore(RecordWrites):
         self._ready = True
 
     def _check_meta(self, stored: dict[str, Any]) -> None:
-        _kind("records")(stored)
+        kind_check("records", SCHEMA)(stored)
         name = self._conn.full(RECORDS)
         if self._dimension is None:
             return
@@ -324,13 +326,3 @@ class QdrantRecordStore(RecordWrites):
         self._conn.call(
             "set a marker", "set_payload", self._conn.full(RECORDS), payload, points=qfilter, wait=True
         )
-
-
-def _kind(kind: str) -> Any:
-    def check(stored: dict[str, Any]) -> None:
-        if stored.get("kind") != kind or int(stored.get("schema", 0)) > SCHEMA:
-            raise StoreError(
-                f"collection holds {stored.get('kind')!r} schema {stored.get('schema')}, not {kind!r} schema {SCHEMA}"
-            )
-
-    return check
