@@ -35,54 +35,33 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import Any
 
-import numpy as np
 import numpy.typing as npt
 
-from hello_memory.errors import DimensionMismatchError, EmbedderMismatchError, InvalidInputError
+from hello_memory.errors import InvalidInputError
 from hello_memory.stores import qdrant_record_codec as codec
 from hello_memory.stores.chunks import ChunkRecord, DocumentRecord, PendingDocument
-from hello_memory.stores.qdrant_common import QdrantConnection, kind_check, models
+from hello_memory.stores.qdrant_chunk_codec import (
+    CHUNK_FIELDS,
+    CHUNKS,
+    DOCUMENTS,
+    LEXICAL,
+    PASSAGES,
+    chunk_points,
+    document_of,
+    document_point_id,
+    record_of,
+)
+from hello_memory.stores.qdrant_common import QdrantConnection, check_dense, kind_check, models
 from hello_memory.stores.records import PendingOp
 from hello_memory.stores.sparse import LexicalEncoder, index_terms
-from hello_memory.stores.vectors import is_canonical_uuid, unit_vector
-from hello_memory.text import lexical_tokens
+from hello_memory.stores.vectors import unit_vector
 
-CHUNKS, DOCUMENTS = "chunk_records", "chunk_documents"
-PASSAGES, LEXICAL = "passages", "lexical"
 SCHEMA = 1
 # Lexical terms of a RAG chunk (default chunk_tokens 400): not measured; BM25's usual long-text value.
 CHUNK_AVG_LEN = 256.0
 _BATCH = 64
-_NAMESPACE = uuid.UUID("9d3b6f1e-2c7a-4e58-b1d4-6a0e8c2f5b93")
-_CHUNK_FIELDS = ("chunk_id", "namespace", "document_id", "index", "text", "start", "end", "heading_path")
-_CHUNK_FIELDS += ("language", "tokens")
-
-
-def document_point_id(namespace: str, document_id: str) -> str:
-    """Point id of a document."""
-    return str(uuid.uuid5(_NAMESPACE, f"{namespace}\x1f{document_id}"))
-
-
-def _record(doc: DocumentRecord) -> dict[str, Any]:
-    return {
-        "namespace": doc.namespace,
-        "document_id": doc.document_id,
-        "source_path": doc.source_path,
-        "title": doc.title,
-        "format": doc.format,
-        "chunks": doc.chunks,
-        "tokens": doc.tokens,
-        "added_ts": codec.ts(doc.added_at),
-        "metadata": doc.metadata,
-    }
-
-
-def _document(record: dict[str, Any]) -> DocumentRecord:
-    fields = {k: v for k, v in record.items() if k != "added_ts"}
-    return DocumentRecord(**fields, added_at=datetime.fromtimestamp(record["added_ts"], tz=timezone.utc))
 
 
 class QdrantChunkStore:
@@ -143,13 +122,14 @@ class QdrantChunkStore:
     def put_document(self, document: DocumentRecord, chunks: Sequence[ChunkRecord]) -> None:
         """Store or replace a document in a new generation (see the module docstring)."""
         generation = str(uuid.uuid4())
-        points = self._chunk_points(document, chunks, generation)  # validates everything before any write
+        # validates everything before any write
+        points = chunk_points(document, chunks, generation, self._encoder, self._dimension)
         ns, doc_id = document.namespace, document.document_id
-        marker = {"pending": PendingOp.INDEX.value, "next_generation": generation}
-        marker |= {"next_record": _record(document), "next_chunks": len(chunks)}
+        marker: dict[str, Any] = {"pending": PendingOp.INDEX.value, "next_generation": generation}
+        marker |= {"next_record": record_of(document), "next_chunks": len(chunks)}
         if self._doc_payload(ns, doc_id) is None:
             self._upsert_doc(
-                ns, doc_id, {"state": "writing", "generation": None, "record": _record(document), **marker}
+                ns, doc_id, {"state": "writing", "generation": None, "record": record_of(document), **marker}
             )
         else:
             self._set_doc(ns, doc_id, marker)
@@ -161,7 +141,7 @@ class QdrantChunkStore:
                 points=points[start : start + _BATCH],
                 wait=True,
             )
-        self._commit(ns, doc_id, generation, _record(document))
+        self._commit(ns, doc_id, generation, record_of(document))
 
     def remove_document(self, namespace: str, document_id: str) -> int:
         """Delete a document and its chunks (marker first: a crash midway is found and finished)."""
@@ -229,7 +209,7 @@ class QdrantChunkStore:
         self._ensure()
         where = models().Filter(must=[codec.match("namespace", namespace), codec.match("state", "ready")])
         docs = [
-            _document(p.payload["record"])
+            document_of(p.payload["record"])
             for p in self._conn.scroll_all(DOCUMENTS, where, with_payload=["record"])
         ]
         return sorted(docs, key=lambda d: (d.added_at, d.document_id))
@@ -250,9 +230,9 @@ class QdrantChunkStore:
         if document_id is not None:
             extra.append(codec.match("document_id", document_id))
         where = self._live(models().Filter(must=[codec.match("namespace", namespace), *extra]))
-        found = [p.payload for p in self._conn.scroll_all(CHUNKS, where, with_payload=list(_CHUNK_FIELDS))]
+        found = [p.payload for p in self._conn.scroll_all(CHUNKS, where, with_payload=list(CHUNK_FIELDS))]
         found.sort(key=lambda c: (c["document_id"], c["index"]))
-        return {c["chunk_id"]: ChunkRecord(**{k: c[k] for k in _CHUNK_FIELDS}) for c in found}
+        return {c["chunk_id"]: ChunkRecord(**{k: c[k] for k in CHUNK_FIELDS}) for c in found}
 
     def lexical_search(self, namespace: str, tokens: Sequence[str], limit: int) -> dict[str, float]:
         """BM25-style scores (sparse vectors, server IDF) of the namespace's live chunks."""
@@ -342,52 +322,7 @@ class QdrantChunkStore:
 
     def _check_meta(self, stored: dict[str, Any]) -> None:
         kind_check("chunks", SCHEMA)(stored)
-        name = self._conn.full(CHUNKS)
-        if self._dimension is None:
-            return
-        if stored.get("dimension") is None:
-            raise EmbedderMismatchError(name, "(no passage vectors)", str(self._embedder))
-        if stored["dimension"] != self._dimension:
-            raise DimensionMismatchError(
-                name, int(stored["dimension"]), self._dimension, embedder=self._embedder
-            )
-        if stored.get("embedder") != self._embedder:
-            raise EmbedderMismatchError(name, str(stored.get("embedder")), str(self._embedder))
-
-    def _chunk_points(
-        self, document: DocumentRecord, chunks: Sequence[ChunkRecord], generation: str
-    ) -> list[Any]:
-        self._ensure()
-        m = models()
-        codec.clean(_record(document))
-        points = []
-        for c in chunks:
-            if (c.namespace, c.document_id) != (document.namespace, document.document_id):
-                raise InvalidInputError("every chunk must belong to the document", field="chunks")
-            if not is_canonical_uuid(c.chunk_id):
-                raise InvalidInputError(
-                    f"chunk id {c.chunk_id!r} is not a lowercase UUID string", field="chunk_id"
-                )
-            vectors: dict[str, Any] = {}
-            indices, values = self._encoder.document(index_terms(lexical_tokens(c.lexical or c.text)))
-            if indices:
-                vectors[LEXICAL] = m.SparseVector(indices=indices, values=values)
-            if c.passages is not None:
-                vectors[PASSAGES] = self._passages(c.passages)
-            payload = {k: getattr(c, k) for k in _CHUNK_FIELDS} | {"live": False, "generation": generation}
-            point_id = str(uuid.uuid5(_NAMESPACE, f"{c.chunk_id}/{generation}"))
-            points.append(m.PointStruct(id=point_id, vector=vectors, payload=payload))
-        return points
-
-    def _passages(self, passages: npt.NDArray[np.float32]) -> list[list[float]]:
-        if self._dimension is None:
-            raise InvalidInputError(
-                "this chunk store keeps no passage vectors (no embedder configured)", field="passages"
-            )
-        matrix = np.asarray(passages)
-        if matrix.ndim != 2 or not len(matrix):
-            raise InvalidInputError("passages must be a non-empty (n, dimension) array", field="passages")
-        return [unit_vector(CHUNKS, row, self._dimension).tolist() for row in matrix]
+        check_dense(self._conn.full(CHUNKS), stored, self._embedder, self._dimension)
 
     def _commit(self, namespace: str, document_id: str, generation: str, record: dict[str, Any]) -> None:
         m = models()

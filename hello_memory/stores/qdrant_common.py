@@ -19,7 +19,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hello_memory._lazy import require
-from hello_memory.errors import HelloMemoryError, InvalidInputError, StoreError
+from hello_memory.errors import (
+    DimensionMismatchError,
+    EmbedderMismatchError,
+    HelloMemoryError,
+    InvalidInputError,
+    StoreError,
+)
 from hello_memory.stores.qdrant import META_KEY, is_transient
 
 logger = logging.getLogger(__name__)
@@ -223,3 +229,19 @@ def kind_check(kind: str, schema: int) -> Callable[[dict[str, Any]], None]:
             )
 
     return check
+
+
+def check_dense(collection: str, stored: dict[str, Any], embedder: str | None, dimension: int | None) -> None:
+    """Refuse to open a collection whose dense vectors come from another embedder or have another size.
+
+    A store without an embedder (``dimension=None``) may open any collection: it reads, and
+    writes no vectors.
+    """
+    if dimension is None:
+        return
+    if stored.get("dimension") is None:
+        raise EmbedderMismatchError(collection, "(no dense vectors)", str(embedder))
+    if stored["dimension"] != dimension:
+        raise DimensionMismatchError(collection, int(stored["dimension"]), dimension, embedder=embedder)
+    if stored.get("embedder") != embedder:
+        raise EmbedderMismatchError(collection, str(stored.get("embedder")), str(embedder))

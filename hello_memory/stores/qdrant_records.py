@@ -44,12 +44,10 @@ from datetime import datetime
 from typing import Any
 
 from hello_memory.errors import (
-    DimensionMismatchError,
-    EmbedderMismatchError,
     InvalidInputError,
 )
 from hello_memory.stores import qdrant_record_codec as codec
-from hello_memory.stores.qdrant_common import QdrantConnection, kind_check, models
+from hello_memory.stores.qdrant_common import QdrantConnection, check_dense, kind_check, models
 from hello_memory.stores.qdrant_record_lexical import SessionContext
 from hello_memory.stores.qdrant_record_reads import DENSE, HISTORY, LEXICAL, RECORDS
 from hello_memory.stores.qdrant_record_writes import RecordWrites
@@ -296,17 +294,7 @@ class QdrantRecordStore(RecordWrites):
 
     def _check_meta(self, stored: dict[str, Any]) -> None:
         kind_check("records", SCHEMA)(stored)
-        name = self._conn.full(RECORDS)
-        if self._dimension is None:
-            return
-        if stored.get("dimension") is None:
-            raise EmbedderMismatchError(name, "(no dense vectors)", str(self._embedder))
-        if stored["dimension"] != self._dimension:
-            raise DimensionMismatchError(
-                name, int(stored["dimension"]), self._dimension, embedder=self._embedder
-            )
-        if stored.get("embedder") != self._embedder:
-            raise EmbedderMismatchError(name, str(stored.get("embedder")), str(self._embedder))
+        check_dense(self._conn.full(RECORDS), stored, self._embedder, self._dimension)
 
     def _check_vector(self, w: RecordWrite) -> list[float] | None:
         if w.vector is None:
