@@ -14,7 +14,8 @@ the Qdrant record store encodes the same document as a sparse vector:
   ``tf·(k1+1) / (tf + k1·(1 − b + b·dl/avg_len))`` with FTS5's defaults ``k1 = 1.2``, ``b = 0.75``
   and ``dl`` the document's terms plus one (FTS5 counts the row's scope token too). FTS5 divides by
   the live mean document length; a sparse vector cannot follow a moving mean, so ``avg_len`` is a
-  fixed parameter recorded with the collection, so every worker encodes alike;
+  fixed parameter (:func:`default_avg_len`, by context window) recorded with the collection, so
+  every worker encodes alike;
 - **query**: each distinct term once, weight 1;
 - **IDF**: supplied by the server (``Modifier.IDF``: ``ln(1 + (N − n + 0.5)/(n + 0.5))`` over the
   points that carry the sparse vector). FTS5 uses ``ln((N − n + 0.5)/(n + 0.5))`` (floored at 1e-6):
@@ -39,9 +40,25 @@ from hello_memory.stores.sqlite_lexical import fts_tokens
 
 K1 = 1.2
 B = 0.75
-# TODO(measure) mean terms per FTS5 document on the dev sets.
-DEFAULT_AVG_LEN = 48.0
+# Mean lexical terms of one memory, rounded: 18 (LoCoMo turns), 30 (LongMemEval user turns), 14 and
+# 38 (MADial en / zh memories), each plus FTS5's scope token.
+TERMS_PER_MEMORY = 20.0
+DEFAULT_AVG_LEN = TERMS_PER_MEMORY
 MAX_QUERY_TERMS = 256
+
+
+def default_avg_len(window: int) -> float:
+    """The ``avg_len`` for documents with ``window`` session neighbours on each side.
+
+    A document with neighbours is its own terms twice plus up to ``2 * window`` neighbours':
+    ``TERMS_PER_MEMORY * (2 + 2 * window)`` (120 for the default window 2; the dev sets' means are
+    98 on LoCoMo and 143 on LongMemEval).
+
+    Example:
+        >>> default_avg_len(0), default_avg_len(2)
+        (20.0, 120.0)
+    """
+    return TERMS_PER_MEMORY if window == 0 else TERMS_PER_MEMORY * (2 + 2 * window)
 
 
 def _latin(ch: str) -> bool:

@@ -2,7 +2,9 @@
 
 The two lexical rankings are not identical by design (a fixed ``avg_len`` instead of FTS5's live
 mean, a slightly different IDF, no common-term pruning), so the check is a tolerance on the top-5
-overlap, measured with margin (``BENCHMARKS.md``, lexical parity).
+overlap. Measured (top-5 overlap, this code): synthetic corpus seeds 11-14 0.90-0.93 (window 0) and
+0.87-0.92 (window 2); LoCoMo conversation 0, 100 questions, defaults: 0.954. Lexical-only recall on
+the dev sets is in ``BENCHMARKS.md`` (``python -m benchmarks.lexical_parity``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 from hello_memory.models import MemoryItem, MemoryType
 from hello_memory.stores.qdrant_records import QdrantRecordStore
 from hello_memory.stores.records import RecordStore, RecordWrite
+from hello_memory.stores.sparse import LexicalEncoder, context_document, index_terms
 from hello_memory.stores.sqlite import SQLiteRecordStore
 from hello_memory.testing.record_lexical import top_k_overlap
 from hello_memory.text import lexical_tokens
@@ -100,21 +103,36 @@ def overlap(stores: list[RecordStore], docs: list[tuple[str, str]], queries: lis
     return statistics.mean(top_k_overlap(a, b, 5) for a, b in zip(*found, strict=True))
 
 
+def mean_document_length(docs: list[tuple[str, str]], window: int) -> float:
+    """FTS5's mean document length (terms + the scope token) for ``docs`` with ``window``."""
+    terms = [index_terms(lexical_tokens(text)) for _, text in docs]
+    total = 0
+    for i, (session, _) in enumerate(docs):
+        same = [j for j, (s, _) in enumerate(docs) if s == session]
+        k = same.index(i)
+        near = [terms[j] for j in same[max(0, k - window) : k] + same[k + 1 : k + 1 + window]]
+        total += len(context_document(near, terms[i], [])) + 1
+    return total / len(docs)
+
+
 @pytest.mark.parametrize("window", [0, 2])
 def test_sparse_idf_ranks_like_fts5_bm25_on_a_synthetic_corpus(tmp_path: Path, window: int) -> None:
+    """The encoding itself (``avg_len`` set to the corpus's mean, as FTS5 uses it)."""
     docs, queries = synthetic()
+    encoder = LexicalEncoder(avg_len=mean_document_length(docs, window))
     pair: list[RecordStore] = [
         SQLiteRecordStore(tmp_path / "r.db", context_window=window),
-        QdrantRecordStore(":memory:", context_window=window),
+        QdrantRecordStore(":memory:", context_window=window, lexical=encoder),
     ]
     try:
-        assert overlap(pair, docs, queries) >= 0.8
+        assert overlap(pair, docs, queries) >= 0.85
     finally:
         for s in pair:
             s.close()
 
 
 def test_sparse_idf_ranks_like_fts5_bm25_on_a_locomo_conversation(tmp_path: Path, shared_data: Path) -> None:
+    """The product's defaults (window 2, ``default_avg_len``) on real conversation turns."""
     from benchmarks.datasets import load_task
 
     task = load_task("locomo", shared_data / "locomo")
