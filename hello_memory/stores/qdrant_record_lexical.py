@@ -31,13 +31,14 @@ from hello_memory.text import lexical_tokens
 logger = logging.getLogger(__name__)
 _UPDATE_BATCH = 256
 SessionKey = tuple[str, str]
+Document = tuple[list[str], bool]  # a lexical document's terms, and whether it carries neighbours
 
 
 @dataclass
 class LexicalPlan:
     """What a write batch will index lexically, and which sessions to refresh afterwards."""
 
-    documents: dict[str, list[str]] = field(default_factory=dict)
+    documents: dict[str, Document] = field(default_factory=dict)
     seqs: dict[str, int] = field(default_factory=dict)
     sessions: dict[SessionKey, list[codec.Turn]] = field(default_factory=dict)
     changed: set[str] = field(default_factory=set)
@@ -62,7 +63,7 @@ class SessionContext:
         base = time.time_ns()
         plan = LexicalPlan(seqs={it.id: base + i for i, it in enumerate(items)})
         own = {it.id: index_terms(lexical_tokens(it.content)) for it in items}
-        plan.documents = dict(own)
+        plan.documents = {k: (v, False) for k, v in own.items()}
         if self.window == 0:
             return plan
         keys: set[SessionKey] = set()
@@ -124,7 +125,7 @@ class SessionContext:
         )
         fields = ["user_id", "session_id", "memory_type", *codec.TURN_FIELDS]
         points = self._conn.scroll_all(self._collection, m.Filter(must=must), with_payload=fields)
-        docs: dict[str, list[str]] = {}
+        docs: dict[str, Document] = {}
         sessions: dict[SessionKey, list[codec.Turn]] = {}
         for p in points:
             pl = p.payload
@@ -136,29 +137,29 @@ class SessionContext:
             ):
                 sessions.setdefault((pl["user_id"], pl["session_id"]), []).append(turn)
             else:
-                docs[turn.id] = list(turn.terms)
+                docs[turn.id] = (list(turn.terms), False)
         for turns in sessions.values():
             ordered = codec.ordered(turns)
             docs.update(self._documents(ordered, {t.id for t in ordered}))
         self._update(docs, encoder)
         return len(docs)
 
-    def _documents(self, turns: Sequence[codec.Turn], wanted: set[str]) -> dict[str, list[str]]:
+    def _documents(self, turns: Sequence[codec.Turn], wanted: set[str]) -> dict[str, Document]:
         w = self.window
-        out: dict[str, list[str]] = {}
+        out: dict[str, Document] = {}
         for i, t in enumerate(turns):
             if t.id in wanted:
                 before = [x.terms for x in turns[max(0, i - w) : i]]
                 after = [x.terms for x in turns[i + 1 : i + 1 + w]]
-                out[t.id] = context_document(before, t.terms, after)
+                out[t.id] = (context_document(before, t.terms, after), bool(before or after))
         return out
 
-    def _update(self, docs: dict[str, list[str]], encoder: LexicalEncoder) -> None:
+    def _update(self, docs: dict[str, Document], encoder: LexicalEncoder) -> None:
         m = models()
         full = self._conn.full(self._collection)
         points, empty = [], []
-        for pid, terms in docs.items():
-            indices, values = encoder.document(terms)
+        for pid, (terms, context) in docs.items():
+            indices, values = encoder.document(terms, context=context)
             if indices:
                 points.append(
                     m.PointVectors(

@@ -15,6 +15,7 @@ from hello_memory.errors import InvalidInputError, NotFoundError, StoreError
 from hello_memory.models import MemoryItem
 from hello_memory.stores import qdrant_record_codec as codec
 from hello_memory.stores.qdrant_common import models
+from hello_memory.stores.qdrant_record_lexical import Document
 from hello_memory.stores.qdrant_record_reads import DENSE, HISTORY, LEXICAL, RECORDS, RecordReads
 from hello_memory.stores.records import RecordWrite, StoredRecord
 from hello_memory.stores.sparse import index_terms
@@ -36,9 +37,7 @@ class RecordWrites(RecordReads):
         )
         return records[0] if records else None
 
-    def _apply_one(
-        self, w: RecordWrite, terms: list[str], seq: int, vector: list[float] | None
-    ) -> StoredRecord:
+    def _apply_one(self, w: RecordWrite, doc: Document, seq: int, vector: list[float] | None) -> StoredRecord:
         item = w.item
         keep_dense = w.expected_version is not None and vector is None and item.deleted_at is None
         existing = self._point(item.id, dense=keep_dense and self._dimension is not None)
@@ -46,7 +45,7 @@ class RecordWrites(RecordReads):
             if existing is not None:
                 return self._repeat(existing, item)
             book = _book(1, seq, w, None, item)
-            return self._write(item, book, terms, vector, insert=True, expected=None)
+            return self._write(item, book, doc, vector, insert=True, expected=None)
         if existing is None or existing.payload.get("user_id") != item.user_id:
             raise NotFoundError(f"no memory {item.id!r} for user {item.user_id!r}", object_id=item.id)
         stored_version = int(existing.payload["version"])
@@ -59,7 +58,7 @@ class RecordWrites(RecordReads):
         if keep_dense and isinstance(existing.vector, dict) and existing.vector.get(DENSE) is not None:
             vector = list(existing.vector[DENSE])
         book = _book(stored_version + 1, int(existing.payload.get("seq") or seq), w, existing.payload, item)
-        return self._write(item, book, terms, vector, insert=False, expected=stored_version)
+        return self._write(item, book, doc, vector, insert=False, expected=stored_version)
 
     def _repeat(self, existing: Any, item: MemoryItem) -> StoredRecord:
         """An insert of a stored id: the duplicate policy (a retry is a no-op; anything else conflicts)."""
@@ -73,7 +72,7 @@ class RecordWrites(RecordReads):
         self,
         item: MemoryItem,
         book: codec.Bookkeeping,
-        terms: list[str],
+        doc: Document,
         vector: list[float] | None,
         *,
         insert: bool,
@@ -83,7 +82,7 @@ class RecordWrites(RecordReads):
         own = index_terms(lexical_tokens(item.content))
         vectors: dict[str, Any] = {}
         if item.deleted_at is None:
-            indices, values = self._encoder.document(terms)
+            indices, values = self._encoder.document(doc[0], context=doc[1])
             if indices:
                 vectors[LEXICAL] = m.SparseVector(indices=indices, values=values)
             if vector is not None:

@@ -52,7 +52,7 @@ from hello_memory.stores.qdrant_record_lexical import SessionContext
 from hello_memory.stores.qdrant_record_reads import DENSE, HISTORY, LEXICAL, RECORDS
 from hello_memory.stores.qdrant_record_writes import RecordWrites
 from hello_memory.stores.records import PendingOp, RecordWrite, StoredRecord
-from hello_memory.stores.sparse import LexicalEncoder, default_avg_len
+from hello_memory.stores.sparse import LexicalEncoder
 from hello_memory.stores.sqlite_records import check_writes
 from hello_memory.stores.vectors import existing_id_candidates, unit_vector
 
@@ -115,7 +115,7 @@ class QdrantRecordStore(RecordWrites):
             retries=retries,
         )
         self._embedder, self._dimension = embedder, dimension
-        lexical = lexical or LexicalEncoder(avg_len=default_avg_len(context_window))
+        lexical = lexical or LexicalEncoder.for_window(context_window)
         self._wanted = {"window": context_window, "lexical": lexical.to_json()}
         self._encoder = LexicalEncoder()
         self._context = SessionContext(self._conn, RECORDS, LEXICAL, 0)

@@ -125,3 +125,20 @@ def test_server_idf_times_client_weights_is_bm25() -> None:
     assert {h.id: round(h.score, 4) for h in hits} == {
         i: round(expected(d), 4) for i, d in enumerate(docs) if set(d) & set(query)
     }
+
+
+def test_documents_with_neighbours_are_normalised_by_their_own_mean() -> None:
+    enc = LexicalEncoder(avg_len=10, context_avg_len=60)
+    terms = ["tea", *["x"] * 59]
+
+    def tea(ids_values: tuple[list[int], list[float]]) -> float:
+        return dict(zip(*ids_values, strict=True))[term_id("tea")]
+
+    assert tea(enc.document(terms, context=True)) > tea(enc.document(terms))
+    single = LexicalEncoder(avg_len=10)
+    assert single.document(terms, context=True) == single.document(terms)
+    assert LexicalEncoder.for_window(2) == LexicalEncoder(avg_len=20, context_avg_len=120)
+    assert LexicalEncoder.for_window(0) == LexicalEncoder(avg_len=20, context_avg_len=20)
+    old = {"k1": 1.2, "b": 0.75, "avg_len": 48.0, "hash": "blake2b-32"}  # metadata before context_avg_len
+    assert LexicalEncoder.from_json(old) == LexicalEncoder(avg_len=48.0)
+    assert LexicalEncoder.from_json(enc.to_json()) == enc
