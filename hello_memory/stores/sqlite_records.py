@@ -234,7 +234,9 @@ class RecordStoreMethods:
         return out
 
     def scan(self: _Host, user_id: str, query: RecordQuery) -> list[MemoryItem]:
-        """The user's memories matching ``query``."""
+        """The user's memories matching ``query`` (``types=()`` matches none)."""
+        if query.types is not None and not query.types:
+            return []
         return self.list_items(
             user_id,
             types=None if query.types is None else [t.value for t in query.types],

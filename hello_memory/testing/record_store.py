@@ -406,7 +406,7 @@ class RecordStoreContract(RecordLexicalContract):
         assert ids(order=RecordOrder.OLDEST) == ["a", "b", "c", "w"]
         assert ids(order=RecordOrder.IMPORTANT) == ["b", "c", "a", "w"]
         assert ids(limit=2) == ["w", "c"] and ids(limit=0) == []
-        assert ids(types=(MemoryType.EPISODIC,)) == ["c", "a"]
+        assert ids(types=(MemoryType.EPISODIC,)) == ["c", "a"] and ids(types=()) == []
         assert ids(types=(MemoryType.SEMANTIC, MemoryType.WORKING)) == ["w", "b"]
         assert ids(session_id="s1") == ["c", "a"]
         start, end = (T0 + timedelta(minutes=2)).timestamp(), (T0 + timedelta(minutes=3)).timestamp()
