@@ -44,38 +44,36 @@ Inventory of what the core asks of records today (``records.*`` and raw ``conn``
 ``indexing``, ``lifecycle``, ``retrieval``, ``semantic``, ``manager``, ``runtime``) and its place
 in this protocol:
 
-======================================================  ==========================================
-core today                                              protocol
-======================================================  ==========================================
-``insert``: ``transaction`` + ``insert_many`` +          ``apply([RecordWrite(item, history=(add,),
-``add_history("add")`` + ``add_pending("index")``        facts=..., vector=..., pending=INDEX)])``
-``semantic.record_facts``: ``conflicting_facts``,        ``conflicting_facts``; ``read``; one
-``fetch``, ``replace`` (valid_to), ``add_history``       ``apply`` per superseded memory (its
-(supersede), ``add_fact``                                version expected); ``RecordWrite.facts``
-``update``: ``replace`` + ``add_history("update")`` +    ``apply([RecordWrite(new,
-``add_pending`` + raw ``DELETE FROM facts`` + facts      expected_version=v, history, facts,
-                                                         vector, pending=INDEX)])``
-``purge``: ``add_pending("purge")``, then                ``mark(user, ids, PURGE)``, external
-``delete_rows`` + raw ``DELETE`` history/pending         deletes, then ``delete(user, ids)``
-``soft_delete``: ``replace`` (deleted_at) + ``unindex``  ``apply`` of the item with ``deleted_at``,
-+ ``add_history("forget")`` + ``add_pending``            history, ``pending=UNINDEX``; ``settle``
-``restore``: ``replace`` + ``reindex`` + history +       ``apply`` of the live item (vector,
-``add_pending("index")``                                 history, ``pending=INDEX``); ``settle``
-``forget_user``: raw ``SELECT id``, ``add_pending``      ``ids``, ``mark(PURGE)``,
-per id, ``records.forget_user``                          ``forget_user`` (counts), ``residue``
-``recover``: ``pending``, ``fetch(include_deleted)``,    ``unsettled``, ``read(include_deleted)``,
-``_delete_records``, ``clear_pending``                   ``delete``, ``settle``
-``scrub`` (after user-requested deletions)               ``scrub`` (no-op on a server)
-``lifecycle``/``manager``: ``list_items`` (tier,         ``scan(user, RecordQuery(...))`` with
-deleted, session, time range, 3 orders, limit)           :class:`RecordOrder`
-consolidation merge: ``replace`` + ``add_history``       ``apply`` with ``expected_version``
-``retrieval``: ``lexical_search``, ``score_rows``,       same names and arguments;
-``previous_in_session``, ``contents``, ``fetch``,        ``read``; ``record_access(user, ids, at)``
-``touch``
-``manager``: ``fetch``, ``history``,                     ``read``, ``history``, ``stats``
-``count_by_type`` (live, deleted), ``avg_importance``
-``runtime``: ``SQLiteRecordStore(path)``, ``conn``       the backend's constructor, ``close``
-======================================================  ==========================================
+- ``indexing.insert`` (``transaction`` + ``insert_many`` + ``add_history("add")`` +
+  ``add_pending("index")``) → ``apply([RecordWrite(item, history=(add,), facts=..., vector=...,
+  pending=INDEX)])``.
+- ``semantic.record_facts`` (``conflicting_facts``, ``fetch``, ``replace`` setting ``valid_to``,
+  ``add_history("supersede")``, ``add_fact``) → ``conflicting_facts``, ``read``, one versioned
+  ``apply`` per superseded memory; the new memory's facts in ``RecordWrite.facts``.
+- ``indexing.update`` (``replace`` + ``add_history("update")`` + ``add_pending`` + raw
+  ``DELETE FROM facts`` + facts) → ``apply([RecordWrite(new, expected_version=v, history=...,
+  facts=..., vector=..., pending=INDEX)])``.
+- ``indexing.purge`` (``add_pending("purge")``, then ``delete_rows`` + raw ``DELETE`` of history and
+  pending) → ``mark(user, ids, PURGE)``, the external deletes, ``delete(user, ids)``.
+- ``indexing.soft_delete`` (``replace`` with ``deleted_at`` + ``unindex`` + ``add_history("forget")``
+  + ``add_pending("unindex")``, ``clear_pending``) → ``apply`` of the item with ``deleted_at``,
+  ``pending=UNINDEX``; ``settle``.
+- ``indexing.restore`` (``replace`` + ``reindex`` + history + ``add_pending("index")``) → ``apply``
+  of the live item with its vector and ``pending=INDEX``; ``settle``.
+- ``indexing.forget_user`` (raw ``SELECT id``, ``add_pending`` per id, ``records.forget_user``) →
+  ``ids``, ``mark(PURGE)``, ``forget_user`` (counts), ``residue``.
+- ``indexing.recover`` (``pending``, ``fetch(include_deleted)``, ``_delete_records``,
+  ``clear_pending``) → ``unsettled``, ``read(include_deleted=True)``, ``delete``, ``settle``.
+- ``indexing.scrub`` (``scrub(vacuum)``, after user-requested deletions) → ``scrub`` (a no-op on a
+  server).
+- ``lifecycle`` and ``manager`` (``list_items``: tiers, deleted, session, time range, three orders,
+  limit) → ``scan(user, RecordQuery(...))`` with :class:`RecordOrder`; the consolidation merge
+  (``replace`` + ``add_history("merge")``) → a versioned ``apply``.
+- ``retrieval`` (``lexical_search``, ``score_rows``, ``previous_in_session``, ``contents``,
+  ``fetch``, ``touch``) → the same names and arguments; ``read``; ``record_access(user, ids, at)``.
+- ``manager`` (``fetch``, ``history``, ``count_by_type`` live and deleted, ``avg_importance``) →
+  ``read``, ``history``, ``stats``.
+- ``runtime`` (``SQLiteRecordStore(path)``, ``records.conn``) → the backend's constructor, ``close``.
 
 The read methods the core already calls keep their names and argument order (``score_rows(ids,
 user_id)``, ...), so the embedded store satisfies this protocol without changing what the core
