@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -156,9 +156,32 @@ class QdrantRecordStore(RecordWrites):
         """Set the pending marker of the user's memories ``ids``."""
         self._set_where(user_id, ids, {"pending": PendingOp(op).value, "pending_ts": time.time()})
 
-    def settle(self, user_id: str, ids: Sequence[str]) -> None:
-        """Clear the pending markers of the user's memories ``ids``."""
-        self._set_where(user_id, ids, {"pending": None, "pending_ts": None})
+    def settle(self, user_id: str, ids: Sequence[str], *, versions: Mapping[str, int] | None = None) -> None:
+        """Clear the pending markers of the user's memories ``ids`` (with ``versions``: at those versions)."""
+        cleared = {"pending": None, "pending_ts": None}
+        if versions is None:
+            self._set_where(user_id, ids, cleared)
+            return
+        self._ensure()
+        m = models()
+        ops = [
+            m.SetPayloadOperation(
+                set_payload=m.SetPayload(
+                    payload=cleared,
+                    filter=m.Filter(
+                        must=[
+                            codec.has_ids([i]),
+                            codec.match("user_id", user_id),
+                            codec.match("version", versions[i]),
+                        ]
+                    ),
+                )
+            )
+            for i in existing_id_candidates(ids)
+            if i in versions
+        ]
+        if ops:
+            self._conn.call("settle", "batch_update_points", self._conn.full(RECORDS), ops, wait=True)
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         """Hard-delete the user's memories: history first, then the point (which holds the marker)."""

@@ -34,7 +34,8 @@ Semantics every backend keeps:
 - **History** of a memory comes back in the order its writes were applied (a sequence number per
   memory, never the clock) and is deleted with the memory.
 - **Pending work** replaces a write-ahead journal: the marker travels with the record write (or is
-  set by :meth:`RecordStore.mark`), stays until :meth:`RecordStore.settle` or :meth:`RecordStore.delete`,
+  set by :meth:`RecordStore.mark`), stays until :meth:`RecordStore.settle` (guarded by the version
+  written, so a worker never clears the marker of another worker's newer write) or :meth:`RecordStore.delete`,
   and :meth:`RecordStore.unsettled` lists it after a crash so the owner can finish the work.
 - **Vectors.** A store whose ``keeps_vectors`` is true stores ``RecordWrite.vector`` in the same
   atomic write (Qdrant: the memory's point). One whose ``keeps_vectors`` is false ignores it; the
@@ -82,7 +83,7 @@ calls today; the new ones put the user first, like :class:`~hello_memory.stores.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -219,8 +220,12 @@ class RecordStore(Protocol):
         """Set the pending marker of the user's memories ``ids`` without changing them."""
         ...
 
-    def settle(self, user_id: str, ids: Sequence[str]) -> None:
-        """Clear the pending markers of the user's memories ``ids`` (their work is done)."""
+    def settle(self, user_id: str, ids: Sequence[str], *, versions: Mapping[str, int] | None = None) -> None:
+        """Clear the pending markers of the user's memories ``ids`` (their work is done).
+
+        With ``versions`` (memory id → the version the caller wrote), a marker is cleared only while
+        the memory is still at that version: a newer write's marker stays for that writer to settle.
+        """
         ...
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:

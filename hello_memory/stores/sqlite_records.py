@@ -15,7 +15,7 @@ record's content columns, so the core's current write paths (``replace``) keep v
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -179,9 +179,18 @@ class RecordStoreMethods:
                     [PendingOp(op).value, at, *part, user_id],
                 )
 
-    def settle(self: _Host, user_id: str, ids: Sequence[str]) -> None:
-        """Clear the pending markers of the user's memories ``ids``."""
+    def settle(
+        self: _Host, user_id: str, ids: Sequence[str], *, versions: Mapping[str, int] | None = None
+    ) -> None:
+        """Clear the pending markers of the user's memories ``ids`` (with ``versions``: at those versions)."""
         with self.transaction() as conn:
+            if versions is not None:
+                conn.executemany(
+                    "DELETE FROM pending WHERE memory_id=? AND user_id=? "
+                    "AND (SELECT version FROM memories WHERE id=?)=?",
+                    [(i, user_id, i, versions[i]) for i in dict.fromkeys(ids) if i in versions],
+                )
+                return
             for part in _batches(ids):
                 conn.execute(
                     f"DELETE FROM pending WHERE memory_id IN ({_marks(part)}) AND user_id=?", [*part, user_id]

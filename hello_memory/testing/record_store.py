@@ -353,6 +353,23 @@ class RecordStoreContract(RecordLexicalContract):
         )  # keeps the marker
         assert [(p.memory_id, p.op) for p in store.unsettled()] == [(a.id, PendingOp.UNINDEX)]
 
+    def test_settling_at_a_version_keeps_a_newer_writes_marker(self, stores: Factory) -> None:
+        one, two = stores(), stores()
+        item = memory("shared")
+        (first,) = one.apply([RecordWrite(item, pending=PendingOp.INDEX)])
+        (second,) = two.apply(
+            [
+                RecordWrite(
+                    item.model_copy(update={"content": "newer"}), expected_version=1, pending=PendingOp.INDEX
+                )
+            ]
+        )
+        one.settle(ALICE, [item.id], versions={item.id: first.version})  # worker one finished its own write
+        assert [p.memory_id for p in two.unsettled()] == [item.id]  # worker two's work is still pending
+        one.settle(BOB, [item.id], versions={item.id: second.version})  # not Bob's
+        two.settle(ALICE, [item.id, str(uuid.uuid4())], versions={item.id: second.version})
+        assert one.unsettled() == []
+
     def test_facts_and_conflicts(self, store: RecordStore) -> None:
         old = memory("Alice lives in Paris", kind="semantic")
         other = memory("Bob lives in Rome", kind="semantic", user=BOB)
