@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -282,3 +283,21 @@ def test_server_collections_get_payload_indexes(monkeypatch: pytest.MonkeyPatch)
     assert ("hm_record_history", "memory_id") in keys
     tenant = next(kind for c, k, kind in created if (c, k) == ("hm_records", "user_id"))
     assert isinstance(tenant, models.KeywordIndexParams) and tenant.is_tenant
+
+
+def test_a_second_client_on_a_local_path_is_a_clear_store_error(tmp_path: Path) -> None:
+    first = QdrantRecordStore(path=str(tmp_path / "q"))
+    first.ids(ALICE)
+    second = QdrantRecordStore(path=str(tmp_path / "q"))
+    with pytest.raises(StoreError, match="already accessed by another instance"):
+        second.ids(ALICE)
+    first.close()
+    second.close()
+
+
+def test_a_very_long_memory_is_stored_and_found(store: QdrantRecordStore) -> None:
+    text = "用户每天早上都去公园跑步，然后喝一杯绿茶。" * 4000 + " zeppelin"  # ~84k characters
+    item = memory(text)
+    store.apply([RecordWrite(item, vector=vec(1, 2, 3, 4))])
+    assert store.read(ALICE, [item.id])[item.id].item.content == text
+    assert list(store.lexical_search(ALICE, ["zeppelin"], types=None, limit=3)) == [item.id]
