@@ -187,7 +187,7 @@ class QdrantRecordStore(RecordWrites):
         """Hard-delete the user's memories: history first, then the point (which holds the marker)."""
         self._ensure()
         owned = {
-            p.id: p
+            str(p.id): p
             for p in self._points(
                 user_id, ids, ["user_id", *codec.TURN_FIELDS, "session_id", "memory_type", "deleted_ts"]
             )
