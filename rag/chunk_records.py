@@ -53,7 +53,9 @@ class SQLiteChunkRecords(SQLiteChunkStore):
             if (c.namespace, c.document_id) != (document.namespace, document.document_id):
                 raise InvalidInputError("every chunk must belong to the document", field="chunks")
             if not is_canonical_uuid(c.chunk_id):
-                raise InvalidInputError(f"chunk id {c.chunk_id!r} is not a lowercase UUID string", field="chunk_id")
+                raise InvalidInputError(
+                    f"chunk id {c.chunk_id!r} is not a lowercase UUID string", field="chunk_id"
+                )
         info = DocumentInfo(
             document_id=document.document_id,
             source_path=document.source_path,
@@ -68,7 +70,18 @@ class SQLiteChunkRecords(SQLiteChunkStore):
             self.delete_document_rows(conn, ns, doc_id)
             self.insert_document(conn, info, ns, document.metadata)
             for c in chunks:
-                row = (c.chunk_id, ns, doc_id, c.index, c.text, c.start, c.end, c.heading_path, c.language, c.tokens)
+                row = (
+                    c.chunk_id,
+                    ns,
+                    doc_id,
+                    c.index,
+                    c.text,
+                    c.start,
+                    c.end,
+                    c.heading_path,
+                    c.language,
+                    c.tokens,
+                )
                 self.insert_chunk(conn, row, lexical_tokens(c.lexical or c.text))
             self.set_pending(conn, ns, doc_id, PendingOp.INDEX.value)
 
@@ -105,7 +118,9 @@ class SQLiteChunkRecords(SQLiteChunkStore):
         self, namespace: str, ids: Sequence[str] | None = None, *, document_id: str | None = None
     ) -> dict[str, ChunkRecord]:
         """Chunks by id (or of one document / the namespace), in document and index order."""
-        rows = self.chunks(namespace, None if ids is None else list(dict.fromkeys(ids)), document_id=document_id)
+        rows = self.chunks(
+            namespace, None if ids is None else list(dict.fromkeys(ids)), document_id=document_id
+        )
         return {cid: ChunkRecord(*row) for cid, row in rows.items()}
 
     def mark(self, namespace: str, document_id: str, op: PendingOp) -> None:
