@@ -112,3 +112,31 @@ class ConversionError(HelloMemoryError, ValueError):
         self.path = path
         self.reason = reason
         self.extra = extra
+
+
+class WriteConflictError(HelloMemoryError, RuntimeError):
+    """A record write lost to another write; nothing of it was applied.
+
+    Two cases: an insert of an id that holds a different memory (another user's, another tier or
+    other content: ``stored_version`` is ``None`` and nothing about the stored memory is revealed),
+    or an update whose ``expected_version`` is no longer the stored one (another worker changed
+    the memory since it was read). Re-read the memory and apply the change again, or give up.
+
+    Attributes:
+        memory_id: the id written.
+        expected_version: the version the write expected (``None`` for an insert).
+        stored_version: the version found (``None`` when not disclosed).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        memory_id: str,
+        expected_version: int | None = None,
+        stored_version: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.memory_id = memory_id
+        self.expected_version = expected_version
+        self.stored_version = stored_version

@@ -168,7 +168,9 @@ class GraphStore(Protocol):
         """Remove a memory's mentions, its relations and entities left without mentions."""
         ...
 
-    def neighbours(self, user_id: str, entity_ids: Sequence[str], *, max_hops: int = 2) -> list[GraphNeighbour]:
+    def neighbours(
+        self, user_id: str, entity_ids: Sequence[str], *, max_hops: int = 2
+    ) -> list[GraphNeighbour]:
         """Entities within ``max_hops`` of any start entity (starts included with hops=0)."""
         ...
 

@@ -221,7 +221,9 @@ class QdrantVectorStore:
             end = start + _UPSERT_BATCH
             try:
                 batches.append(
-                    m.Batch(ids=ids[start:end], vectors=matrix[start:end].tolist(), payloads=payloads[start:end])
+                    m.Batch(
+                        ids=ids[start:end], vectors=matrix[start:end].tolist(), payloads=payloads[start:end]
+                    )
                 )
             except Exception as e:  # pydantic refusing a value json.dumps accepted
                 raise StoreError(f"qdrant-client refused the batch: {e}") from e

@@ -22,6 +22,7 @@ from hello_memory.errors import StoreError
 from hello_memory.models import Entity, HistoryEntry, MemoryItem, MemoryType, Modality, Relation
 from hello_memory.stores.sqlite_base import SQLiteDatabase
 from hello_memory.stores.sqlite_lexical import ConversationLexicalIndex, fts_tokens, scope_token
+from hello_memory.stores.sqlite_records import VERSION_TRIGGER, RecordStoreMethods
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +150,8 @@ _ADDED_COLUMNS = (
         "TEXT NOT NULL DEFAULT ''",
         "coalesce((SELECT tokens FROM memories_fts f WHERE f.rowid = memories.rowid), '')",
     ),
+    # Record version (RecordStore protocol): 1 when inserted, +1 per change (sqlite_records.VERSION_TRIGGER).
+    ("version", "INTEGER NOT NULL DEFAULT 1", "1"),
 )
 
 
@@ -170,7 +173,7 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
     logger.info("added columns %s to memories", [c[0] for c in missing])
 
 
-class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
+class SQLiteRecordStore(RecordStoreMethods, ConversationLexicalIndex, SQLiteDatabase):
     """Memories and their history in one SQLite file (WAL, transactions, versioned schema).
 
     Example:
@@ -202,6 +205,7 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
     def _migrate(self, conn: sqlite3.Connection) -> None:
         _add_missing_columns(conn)
         conn.execute("DROP INDEX IF EXISTS ix_mem_user_session")  # superseded by ix_mem_user_session_created
+        conn.executescript(VERSION_TRIGGER)
         self._sync_context_window(conn)
 
     # -- rows -------------------------------------------------------------------------------

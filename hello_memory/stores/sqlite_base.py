@@ -45,7 +45,9 @@ class SQLiteDatabase:
             conn.execute("PRAGMA foreign_keys=ON")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > self.schema_version:
-                raise CorruptStoreError(str(self.path), f"schema version {version} is newer than this library")
+                raise CorruptStoreError(
+                    str(self.path), f"schema version {version} is newer than this library"
+                )
             conn.executescript(self.schema)
             self._migrate(conn)
             conn.execute(f"PRAGMA user_version={self.schema_version}")

@@ -163,7 +163,9 @@ class ConversationLexicalIndex:
             return terms, None
         df = self._frequencies(terms)
         present = [t for t in terms if df.get(t, 0) > 0]  # a term no memory has cannot match
-        kept = sorted((t for t in present if df[t] <= COMMON_TERM_DOCS), key=lambda t: df[t])[:MAX_QUERY_TERMS]
+        kept = sorted((t for t in present if df[t] <= COMMON_TERM_DOCS), key=lambda t: df[t])[
+            :MAX_QUERY_TERMS
+        ]
         if not kept:  # only common terms: keep the rarest, by exact counts
             df = self._frequencies(present, exact=True)
             kept = sorted(present, key=lambda t: df[t])[:1]
@@ -183,7 +185,9 @@ class ConversationLexicalIndex:
         now = self._fts_changes
         hit = self._user_docs.get(user_id)
         if hit is None or now - hit[1] > max(100, hit[0] // 10):
-            rows = self.query("SELECT COUNT(*) FROM memories WHERE user_id=? AND deleted_at IS NULL", (user_id,))
+            rows = self.query(
+                "SELECT COUNT(*) FROM memories WHERE user_id=? AND deleted_at IS NULL", (user_id,)
+            )
             hit = self._user_docs[user_id] = (int(rows[0][0]), now)
         return hit[0] < postings
 
