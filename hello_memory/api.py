@@ -186,3 +186,11 @@ class MemoryAPI(Protocol):
     def close(self) -> None:
         """Release the stores or the connection; idempotent."""
         ...
+
+    def __enter__(self) -> MemoryAPI:
+        """``with`` support: the memory itself."""
+        ...
+
+    def __exit__(self, *exc: object) -> None:
+        """``with`` support: :meth:`close`."""
+        ...

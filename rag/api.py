@@ -95,3 +95,11 @@ class RAGAPI(Protocol):
     def close(self) -> None:
         """Release the stores or the connection; idempotent."""
         ...
+
+    def __enter__(self) -> RAGAPI:
+        """``with`` support: the knowledge base itself."""
+        ...
+
+    def __exit__(self, *exc: object) -> None:
+        """``with`` support: :meth:`close`."""
+        ...
