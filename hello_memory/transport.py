@@ -84,6 +84,7 @@ class Transport:
         if key:
             headers[API_KEY_HEADER] = f"Bearer {key}"
         self._client = client or self._httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self.closed = False
 
     def request(
         self,
@@ -97,6 +98,8 @@ class Transport:
         timeout: float | None = None,
     ) -> bytes:
         """Send one request; the response body on success, the service's error raised otherwise."""
+        if self.closed:
+            raise InvalidInputError(f"this client of {self.url} is closed")
         kwargs: dict[str, Any] = {}
         if body is not None:
             kwargs["content"] = encode_body(body)
@@ -141,6 +144,7 @@ class Transport:
 
     def close(self) -> None:
         """Close the connection pool; idempotent."""
+        self.closed = True
         self._client.close()
 
 

@@ -10,7 +10,11 @@ close the stores (releasing the data directory).
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +66,25 @@ def _server_class(uvicorn: Any) -> Any:
     return AdvertisingServer
 
 
+@contextmanager
+def _quiet_stop() -> Iterator[None]:
+    """SIGTERM/SIGINT end the service with exit code 0 once uvicorn has shut down gracefully.
+
+    uvicorn handles both signals while it runs, then re-raises the one it caught under the handler
+    that was installed before it; a no-op handler there lets ``serve`` return normally instead of
+    the process dying by the signal (or a ``KeyboardInterrupt`` traceback) after a clean stop.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def serve(
     settings: Settings | None = None,
     service: ServiceSettings | None = None,
@@ -92,13 +115,14 @@ def serve(
         if service.warm_up:
             core.warm_up()
         config = uvicorn.Config(
-            create_app(core, keys, close_on_shutdown=False), host=service.host, port=service.port,
+            create_app(core, keys), host=service.host, port=service.port,
             log_level=log_level, access_log=False, server_header=False, lifespan="on", loop="asyncio",
             timeout_graceful_shutdown=service.drain_timeout or None, timeout_keep_alive=30,
         )
         server = _server_class(uvicorn)(config, core=core, advertise=service.write_service_file,
                                         open_keys=keys.open)
-        server.run()
+        with _quiet_stop():
+            server.run()
         if not server.started:
             from hello_memory.errors import ServiceError
 
