@@ -60,6 +60,9 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     for err in exc.errors()[:5]:
         loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path")]
         field = field or next((p for p in reversed(loc) if not p.isdigit()), None)
+        if not loc and err.get("type") == "model_attributes_type":
+            problems.append("the body must be a JSON object of the call's arguments")
+            continue
         problems.append(f"{'.'.join(loc) or 'body'}: {err.get('msg', 'invalid')}")
     error = InvalidInputError("invalid request: " + "; ".join(problems), field=field)
     status, body = encode(error)
@@ -72,6 +75,9 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     message = str(exc.detail)
     if exc.status_code == 404 and message == "Not Found":
         message = f"no endpoint {request.method} {request.url.path}; the API is described at /docs"
+    elif exc.status_code == 400 and message == "There was an error parsing the body":
+        message = ("the request body could not be parsed: send UTF-8 JSON (Content-Type: application/json) "
+                   "or, for uploads, multipart form data")
     error_type = {404: NotFoundError.__name__, 413: InvalidInputError.__name__}.get(exc.status_code)
     if error_type is None:
         error_type = InvalidInputError.__name__ if exc.status_code < 500 else "ServiceError"
