@@ -13,9 +13,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("httpx")
 
-from service_runner import RunningService, start_service  # noqa: E402
-
-KEYS = {"alice": "k-alice-0123456789", "bob": "k-bob-0123456789", "admin": "k-admin-0123456789"}
+from service_runner import KEYS, RunningService, start_service  # noqa: E402
 
 
 @pytest.fixture(scope="module")
