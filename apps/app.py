@@ -40,7 +40,8 @@ def create_app(
 ) -> tuple[gr.Blocks, AssistantFactory]:
     """The Blocks app and the factory owning its sessions (call ``factory.close_all()`` when done).
 
-    With ``server_url`` the sessions use that memory service instead of the data directory.
+    The sessions use a memory service — ``server_url``, else ``settings.server_url``, else the one that
+    owns the data directory (``hello-memory serve``) — instead of opening the data directory.
 
     Raises:
         InvalidInputError: the LLM settings are incomplete (e.g. ``LLM_BASE_URL`` without ``LLM_MODEL``).
@@ -51,7 +52,10 @@ def create_app(
     settings = settings or Settings()
     if home is not None:
         settings = settings.model_copy(update={"home": Path(home)})
-    factory = AssistantFactory(settings, embedder=embedder, llm=llm, server_url=server_url, api_key=api_key)
+    from hello_memory.discovery import service_url
+
+    url = service_url(settings, server_url)
+    factory = AssistantFactory(settings, embedder=embedder, llm=llm, server_url=url, api_key=api_key)
     return build_app(factory), factory
 
 
@@ -77,14 +81,9 @@ def serve(
             that owns the data directory (``hello-memory serve``), else the directory itself.
     """
     from apps.ui import launch_kwargs
-    from hello_memory.discovery import service_url
 
-    settings = settings or Settings()
-    if home is not None:
-        settings = settings.model_copy(update={"home": Path(home)})
-    url = service_url(settings, server_url)
-    demo, factory = create_app(settings, server_url=url, api_key=api_key)
-    logger.info("memory: %s", url or Path(factory.settings.home).resolve())
+    demo, factory = create_app(settings, home=home, server_url=server_url, api_key=api_key)
+    logger.info("memory: %s", factory.server_url or Path(factory.settings.home).resolve())
     try:
         demo.queue().launch(server_name=host, server_port=port, inbrowser=open_browser, share=False,
                             show_error=False, max_file_size=MAX_FILE_SIZE, footer_links=["settings"],
