@@ -141,5 +141,5 @@ class ServiceError(HelloMemoryError, RuntimeError):
         self.status = status
 
 
-class ServiceTimeoutError(ServiceError, TimeoutError):
+class ServiceTimeoutError(ServiceError):
     """A request took longer than its timeout; a write may still complete on the service."""

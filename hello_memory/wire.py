@@ -115,6 +115,23 @@ def encode(error: E.HelloMemoryError) -> tuple[int, ErrorBody]:
     return status, ErrorBody(error=detail)
 
 
+def _blank(cls: type[E.HelloMemoryError]) -> E.HelloMemoryError:
+    """An instance of ``cls`` without running its ``__init__`` (whose arguments differ per class).
+
+    ``cls.__new__`` is the first built-in's in the MRO, which refuses classes whose layout comes
+    from another built-in (e.g. a subclass of ``RuntimeError`` and ``OSError``); the one that lays
+    them out accepts.
+    """
+    for base in cls.__mro__:
+        if base.__module__ == "builtins" and issubclass(base, BaseException):
+            try:
+                instance: E.HelloMemoryError = base.__new__(cls)
+                return instance
+            except TypeError:
+                continue
+    raise TypeError(f"cannot create {cls.__name__}")  # pragma: no cover - every exception has a built-in base
+
+
 def decode(body: ErrorBody, *, status: int | None = None, url: str | None = None) -> E.HelloMemoryError:
     """The error ``body`` describes, as the same class with the same message and attributes.
 
@@ -128,7 +145,7 @@ def decode(body: ErrorBody, *, status: int | None = None, url: str | None = None
         cls = named
     else:
         cls = _BY_CODE.get(detail.code, E.ServiceError)
-    error = cls.__new__(cls)
+    error = _blank(cls)
     Exception.__init__(error, detail.message)
     defaults: dict[str, Any] = {"url": url, "status": status} if issubclass(cls, E.ServiceError) else {}
     vars(error).update({**defaults, **detail.fields})

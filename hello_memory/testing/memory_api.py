@@ -122,7 +122,7 @@ class MemoryAPIContract:
 
     def test_remove_deletes_for_good(self, memory: MemoryAPI) -> None:
         item = memory.add("a secret plan", memory_type="episodic")
-        assert memory.remove(item.id) is None
+        memory.remove(item.id)
         with pytest.raises(NotFoundError):
             memory.get(item.id, include_deleted=True)
         assert memory.history(item.id) == [] and memory.search("secret plan") == []

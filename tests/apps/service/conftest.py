@@ -13,7 +13,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("httpx")
 
-from service_runner import KEYS, RunningService, start_service  # noqa: E402
+from service_runner import KEYS, RunningService, start_service
 
 
 @pytest.fixture(scope="module")

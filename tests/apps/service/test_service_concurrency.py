@@ -14,12 +14,13 @@ import random
 import sys
 from pathlib import Path
 
-from hello_memory import MemoryManager, Settings
-from hello_memory.remote import RemoteMemory
 from service_runner import REPO, start_service
 
+from hello_memory import MemoryManager, Settings
+from hello_memory.remote import RemoteMemory
+
 sys.path.insert(0, str(REPO / "tests" / "reliability"))
-from rel_scan import memory_problems  # noqa: E402
+from rel_scan import memory_problems
 
 PROCESSES = 4
 OPERATIONS = 60
@@ -34,7 +35,7 @@ def _worker(url: str, user: str, seed: int, out: str) -> None:
     with RemoteMemory(url, user_id=user) as mm:
         for n in range(OPERATIONS):
             op = rng.choice(["add", "add", "add_many", "update", "remove", "search", "get", "shared"])
-            if op == "add" or not model and op in ("update", "remove", "get"):
+            if op == "add" or (not model and op in ("update", "remove", "get")):
                 item = mm.add(f"{user} note {n} about topic{rng.randrange(5)}", memory_type=rng.choice(TIERS[1:]))
                 model[item.id] = item.content
             elif op == "add_many":

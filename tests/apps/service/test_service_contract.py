@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from service_runner import start_service
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.api import MemoryAPI
@@ -16,7 +17,6 @@ from hello_memory.testing.memory_api import PAST, MemoryAPIContract
 from rag import RAGPipeline
 from rag.api import RAGAPI
 from rag.remote import RemoteRAG
-from service_runner import start_service
 
 
 class TestMemoryManagerContract(MemoryAPIContract):

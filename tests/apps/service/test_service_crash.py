@@ -10,7 +10,8 @@ import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from pathlib import Path
+
+from service_runner import REPO, start_service
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.discovery import SERVICE_FILE
@@ -18,10 +19,9 @@ from hello_memory.errors import HelloMemoryError
 from hello_memory.remote import RemoteMemory
 from rag import RAGPipeline
 from rag.remote import RemoteRAG
-from service_runner import REPO, start_service
 
 sys.path.insert(0, str(REPO / "tests" / "reliability"))
-from rel_scan import memory_problems, rag_problems  # noqa: E402
+from rel_scan import memory_problems, rag_problems
 
 TRIALS = 4
 USER = "crash-user"
@@ -50,7 +50,8 @@ def _writes(url: str, ledger: Ledger, rng: random.Random, stop: threading.Event)
                     item = mm.add(f"memory {n} {rng.random()}", memory_type=rng.choice(["episodic", "semantic"]))
                     ledger.memories[item.id] = item.content
                 elif op == "add_many":
-                    for item in mm.add_many([{"content": f"batch {n}.{k}", "memory_type": "episodic"} for k in range(4)]):
+                    batch = [{"content": f"batch {n}.{k}", "memory_type": "episodic"} for k in range(4)]
+                    for item in mm.add_many(batch):
                         ledger.memories[item.id] = item.content
                 elif op == "update":
                     target, text = rng.choice(live), f"updated {n}"
@@ -63,7 +64,8 @@ def _writes(url: str, ledger: Ledger, rng: random.Random, stop: threading.Event)
                     ledger.removed.add(target)
                 else:
                     text = f"# Doc {n}\n\nA document about crash number {n} and its {rng.random()} details."
-                    ledger.documents[kb.add_text(text, document_id=f"doc-{n}-{rng.randrange(10**6)}").document_id] = text
+                    report = kb.add_text(text, document_id=f"doc-{n}-{rng.randrange(10**6)}")
+                    ledger.documents[report.document_id] = text
                 ledger.in_flight = {}
                 ledger.acked += 1
             except HelloMemoryError:

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from service_runner import RunningService, start_service
 
 TABLES = {"records.db": ("memories", "history", "memories_fts", "pending", "facts"),

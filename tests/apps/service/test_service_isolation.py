@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from service_runner import KEYS
 
 from hello_memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
 from hello_memory.remote import RemoteMemory
 from rag.remote import RemoteRAG
-from service_runner import KEYS
 
 USERS = ("alice", "bob")
 OWN_NS = {"alice": "alice", "bob": "bob"}
@@ -63,7 +63,8 @@ class ServiceIsolation(RuleBasedStateMachine):
 
     @rule(user=st.sampled_from(USERS), text=words)
     def add_document(self, user: str, text: str) -> None:
-        report = self.kb[user].add_text(f"# {user}\n\n{user} document {text}", document_id=f"doc-{uuid.uuid4().hex[:8]}")
+        report = self.kb[user].add_text(f"# {user}\n\n{user} document {text}",
+                                        document_id=f"doc-{uuid.uuid4().hex[:8]}")
         self.docs[user].add(report.document_id)
 
     @rule(user=st.sampled_from(USERS), data=st.data())

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import anyio
 import pytest
+from service_runner import REPO, service_env
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.discovery import SERVICE_FILE, find_service, read_service_file, write_service_file
 from hello_memory.errors import StoreLockedError
-from service_runner import REPO, service_env
 
 pytest.importorskip("mcp")
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 USER = "sharer"
 CLI_FACT = "The CLI wrote that the project is called hello-memory"
