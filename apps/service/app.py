@@ -29,7 +29,7 @@ from apps.service import routes_documents, routes_memory
 from apps.service.auth import KeyRing
 from apps.service.core import ServiceCore
 from apps.service.deps import ServiceState
-from apps.service.limits import BodyLimit
+from apps.service.limits import BodyLimit, ServerTiming
 from hello_memory import __version__
 from hello_memory.discovery import home_id
 from hello_memory.errors import HelloMemoryError, InvalidInputError, NotFoundError
@@ -128,6 +128,7 @@ def create_app(core: ServiceCore, keys: KeyRing | None = None, *, close_on_shutd
         app.add_exception_handler(exc_class, handler)
     app.add_middleware(BodyLimit, max_bytes=core.service.max_body_bytes,
                        max_upload_bytes=core.service.max_upload_bytes)
+    app.add_middleware(ServerTiming)  # outermost: times the limits, auth and errors too
     _health_routes(app, core)
     app.include_router(routes_memory.router)
     app.include_router(routes_documents.router)

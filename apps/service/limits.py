@@ -1,13 +1,17 @@
-"""Request body limits as a pure ASGI middleware (JSON bodies and document uploads separately).
+"""Pure ASGI middlewares: request body limits and a ``Server-Timing`` header.
 
-A declared ``Content-Length`` over the limit is refused before anything is read; a body without
-one (chunked) is counted as it streams and refused when it passes the limit. Either way the
-client gets a JSON 413 and nothing is stored.
+Body limits (JSON bodies and document uploads separately): a declared ``Content-Length`` over the
+limit is refused before anything is read; a body without one (chunked) is counted as it streams
+and refused when it passes the limit. Either way the client gets a JSON 413 and nothing is stored.
+
+``Server-Timing: app;dur=<ms>`` says how long the service spent on a response, so a client can
+tell its own (network, HTTP, JSON) share of a call's latency from the service's.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -88,3 +92,24 @@ async def _refuse(send: Send, status: int, code: str, message: str) -> None:
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
                             (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": payload})
+
+
+class ServerTiming:
+    """Add ``Server-Timing: app;dur=<milliseconds>`` to every HTTP response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
+        async def timed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                ms = (time.perf_counter() - started) * 1000
+                message["headers"] = [*message.get("headers", []), (b"server-timing", f"app;dur={ms:.3f}".encode())]
+            await send(message)
+
+        await self.app(scope, receive, timed)
