@@ -99,11 +99,21 @@ def test_the_service_uses_the_servers_and_waits_for_them(compose):
     assert env["NEO4J_PASSWORD"].startswith("${NEO4J_PASSWORD:?")
 
 
-def test_the_service_keys_come_from_the_environment_and_are_required(compose):
-    env = compose["services"]["hello-memory"]["environment"]
-    assert env["HELLO_MEMORY_SERVICE_ADMIN_KEY"].startswith("${HELLO_MEMORY_SERVICE_ADMIN_KEY:?")
-    assert env["HELLO_MEMORY_SERVICE_API_KEYS"].startswith("${HELLO_MEMORY_SERVICE_API_KEYS:-")
-    assert not any("key" in str(v).lower() and not str(v).startswith("${") for k, v in env.items() if "KEY" in k)
+def test_the_service_keys_come_from_the_environment_and_none_means_it_refuses_to_start(compose, monkeypatch):
+    from apps.service.auth import KeyRing, check_bind
+    from apps.service.settings import ServiceSettings
+    from hello_memory.errors import InvalidInputError
+
+    svc = compose["services"]["hello-memory"]
+    env = svc["environment"]
+    assert env["HELLO_MEMORY_SERVICE_ADMIN_KEY"] == "${HELLO_MEMORY_SERVICE_ADMIN_KEY:-}"
+    assert env["HELLO_MEMORY_SERVICE_API_KEYS"] == "${HELLO_MEMORY_SERVICE_API_KEYS:-{}}"
+    assert svc["profiles"] == ["service"]  # `up` alone still starts only the two servers
+    # Compose's defaults when .env sets no key: the service refuses to listen on 0.0.0.0.
+    monkeypatch.setenv("HELLO_MEMORY_SERVICE_ADMIN_KEY", "")
+    monkeypatch.setenv("HELLO_MEMORY_SERVICE_API_KEYS", "{}")
+    with pytest.raises(InvalidInputError, match="without API keys"):
+        check_bind("0.0.0.0", KeyRing.from_settings(ServiceSettings()))
 
 
 def test_the_service_keeps_its_data_in_a_volume_and_stops_gracefully(compose):
