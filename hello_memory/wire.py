@@ -147,6 +147,10 @@ def decode(body: ErrorBody, *, status: int | None = None, url: str | None = None
         cls = _BY_CODE.get(detail.code, E.ServiceError)
     error = _blank(cls)
     Exception.__init__(error, detail.message)
-    defaults: dict[str, Any] = {"url": url, "status": status} if issubclass(cls, E.ServiceError) else {}
-    vars(error).update({**defaults, **detail.fields})
+    fields: dict[str, Any] = dict(detail.fields)
+    if issubclass(cls, E.ServiceError):  # where and how this client met it, unless the service said
+        for key, value in (("url", url), ("status", status)):
+            if fields.get(key) is None:
+                fields[key] = value
+    vars(error).update(fields)
     return error

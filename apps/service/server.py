@@ -25,6 +25,7 @@ from hello_memory import Settings
 from hello_memory._lazy import require
 from hello_memory.discovery import remove_service_file, write_service_file
 from hello_memory.embedders.base import Embedder
+from hello_memory.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 
@@ -121,12 +122,17 @@ def serve(
         )
         server = _server_class(uvicorn)(config, core=core, advertise=service.write_service_file,
                                         open_keys=keys.open)
-        with _quiet_stop():
-            server.run()
+        try:
+            with _quiet_stop():
+                server.run()
+        except SystemExit:  # uvicorn exits when it cannot bind
+            if server.started:
+                raise
         if not server.started:
-            from hello_memory.errors import ServiceError
-
-            raise ServiceError(f"could not listen on {service.host}:{service.port} (see the message above)")
+            raise ServiceError(
+                f"could not listen on {service.host}:{service.port} (in use, or not an address of this "
+                "machine); choose another with --port (0 picks a free one) or --host"
+            )
     finally:
         core.close()
         if service.write_service_file:

@@ -152,3 +152,24 @@ def test_sigterm_finishes_the_write_in_flight_then_closes_the_stores(tmp_path):
     with MemoryManager(Settings(home=home, embedder="tfidf")) as mm:  # the lock was released
         assert len(mm.get_all()) == len(specs)
         assert memory_problems(mm.bundle.home, mm.bundle.vectors) == []
+
+
+def test_a_request_over_its_timeout_is_504_and_the_write_still_completes(tmp_path):
+    from hello_memory.errors import ServiceTimeoutError
+
+    running = start_service(tmp_path / "data", env={"HELLO_MEMORY_SERVICE_REQUEST_TIMEOUT": "0.05"})
+    specs = [{"content": f"slow batch {k} with words", "memory_type": "episodic"} for k in range(600)]
+    try:
+        with RemoteMemory(running.url) as mm:
+            try:
+                mm.add_many(specs)
+                timed_out = False
+            except ServiceTimeoutError as e:
+                timed_out = True
+                assert e.status == 504 and "continues on the service" in str(e)
+            assert timed_out, "600 adds finished within 50 ms: the timeout was not exercised"
+    finally:
+        assert running.stop() == 0, running.output()  # shutdown waits for the abandoned write
+    with MemoryManager(Settings(home=tmp_path / "data", embedder="tfidf")) as mm:
+        assert len(mm.get_all()) == len(specs)
+        assert memory_problems(mm.bundle.home, mm.bundle.vectors) == []

@@ -144,3 +144,19 @@ def test_no_keys_and_a_public_host_is_refused(tmp_path):
     result = cli("serve", "--home", str(tmp_path / "data"), "--host", "0.0.0.0", "--port", "0")
     assert result.returncode == 2 and "without API keys" in result.stderr
     assert not (tmp_path / "data").exists()
+
+
+def test_a_busy_port_is_one_clear_error(tmp_path):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "apps.service", "--home", str(tmp_path / "data"), "--port",
+                                 str(port), "--embedder", "tfidf"], cwd=REPO, capture_output=True, text=True,
+                                timeout=120, env=service_env())
+    assert result.returncode == 2 and "choose another with --port" in result.stderr
+    assert "Traceback" not in result.stderr
+    with MemoryManager(Settings(home=tmp_path / "data", embedder="tfidf")):  # the stores were released
+        pass
