@@ -166,3 +166,12 @@ def test_request_models_forbid_unknown_fields():
                if issubclass(c, models._Request) and c is not models._Request]
     assert len(classes) >= 12
     assert all(c.model_config.get("extra") == "forbid" for c in classes)
+
+
+def test_the_cli_starts_without_loading_the_stores():
+    """Through a service the CLI needs none of them: importing them cost ~1 s per command."""
+    code = ("import sys; import apps.cli\n"
+            "print([m for m in ('apps.assistant', 'hello_memory.manager', 'rag.pipeline', 'numpy', 'gradio') "
+            "if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
