@@ -20,7 +20,8 @@ def run_demo(home: Path | None = None, *, server: str | None = None, api_key: st
     echo = typer.echo
     with connect_memory(settings, user_id="demo_user", server_url=server, api_key=api_key) as mm:
         mm.clear_all()
-        echo(f"data directory: {Path(settings.home).resolve()}  (embedder: {settings.resolved_embedder()})")
+        where = getattr(mm, "url", None) or Path(settings.home).resolve()  # a RemoteMemory has a url
+        echo(f"memory: {where}  (embedder: {mm.stats().embedder})")
         week_ago = datetime.now(timezone.utc) - timedelta(days=7)
         mm.add_many(
             [

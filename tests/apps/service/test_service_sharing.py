@@ -160,3 +160,10 @@ def test_a_busy_port_is_one_clear_error(tmp_path):
     assert "Traceback" not in result.stderr
     with MemoryManager(Settings(home=tmp_path / "data", embedder="tfidf")):  # the stores were released
         pass
+
+
+def test_the_demo_runs_through_the_service(service):
+    result = cli("demo", "--home", str(service.home))
+    assert result.returncode == 0, result.stderr
+    assert f"memory: {service.url}" in result.stdout and "hashing-tfidf" in result.stdout
+    assert "search: 张三是做什么的？" in result.stdout and "<memory_evidence>" in result.stdout
