@@ -34,7 +34,8 @@ class Ledger:
     memories: dict[str, str] = field(default_factory=dict)
     removed: set[str] = field(default_factory=set)
     documents: dict[str, str] = field(default_factory=dict)
-    in_flight: dict[str, str] = field(default_factory=dict)  # id → content an unfinished update may have set
+    in_flight: dict[str, str] = field(default_factory=dict)  # id → what the call running now may set
+    uncertain: dict[str, str] = field(default_factory=dict)  # ids an unacknowledged call may have changed
     acked: int = 0
 
 
@@ -44,7 +45,7 @@ def _writes(url: str, ledger: Ledger, rng: random.Random, stop: threading.Event)
         while not stop.is_set():
             n += 1
             op = rng.choice(["add", "add", "add_many", "update", "remove", "document"])
-            live = sorted(set(ledger.memories) - ledger.removed)
+            live = sorted(set(ledger.memories) - ledger.removed - set(ledger.uncertain))
             try:
                 if op == "add" or (op in ("update", "remove") and not live):
                     item = mm.add(f"memory {n} {rng.random()}", memory_type=rng.choice(["episodic", "semantic"]))
@@ -69,6 +70,7 @@ def _writes(url: str, ledger: Ledger, rng: random.Random, stop: threading.Event)
                 ledger.in_flight = {}
                 ledger.acked += 1
             except HelloMemoryError:
+                ledger.uncertain.update(ledger.in_flight)  # it may or may not have happened, forever
                 return  # the service is gone: this call was not acknowledged
 
 
@@ -77,8 +79,8 @@ def _check(mm: RemoteMemory, kb: RemoteRAG, ledger: Ledger) -> None:
     for memory_id, content in ledger.memories.items():
         if memory_id in ledger.removed:
             assert memory_id not in stored, f"removed {memory_id} came back"
-        elif memory_id in ledger.in_flight:
-            assert stored.get(memory_id, "<removed>") in (content, ledger.in_flight[memory_id])
+        elif memory_id in ledger.uncertain:  # an update or remove that was cut off
+            assert stored.get(memory_id, "<removed>") in (content, ledger.uncertain[memory_id])
         else:
             assert stored.get(memory_id) == content, f"acknowledged {memory_id} lost or changed"
     unknown = set(stored) - set(ledger.memories)
