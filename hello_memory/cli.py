@@ -23,15 +23,20 @@ Home = Annotated[
 User = Annotated[str, typer.Option("--user", "-u", help="user id")]
 Server = Annotated[
     str | None,
-    typer.Option("--server", help="a memory service to use (default: HELLO_MEMORY_SERVER_URL, else the "
-                 "service that owns the data directory, else the directory itself)"),
+    typer.Option(
+        "--server",
+        help="a memory service to use (default: HELLO_MEMORY_SERVER_URL, else the "
+        "service that owns the data directory, else the directory itself)",
+    ),
 ]
 ApiKey = Annotated[
     str | None, typer.Option("--api-key", envvar="HELLO_MEMORY_API_KEY", help="API key of the memory service")
 ]
 
 
-def _manager(home: Path | None, user: str, server: str | None = None, api_key: str | None = None) -> MemoryAPI:
+def _manager(
+    home: Path | None, user: str, server: str | None = None, api_key: str | None = None
+) -> MemoryAPI:
     from hello_memory import Settings
     from hello_memory.discovery import connect_memory
 
@@ -93,7 +98,9 @@ def search(
 
 
 @app.command()
-def stats(home: Home = None, user: User = "default_user", server: Server = None, api_key: ApiKey = None) -> None:
+def stats(
+    home: Home = None, user: User = "default_user", server: Server = None, api_key: ApiKey = None
+) -> None:
     """Counts per tier and the backends in use."""
     try:
         with _manager(home, user, server, api_key) as mm:

@@ -60,7 +60,9 @@ def write_service_file(home: str | Path, url: str) -> Path:
     from hello_memory import __version__
 
     path = Path(home).expanduser().resolve() / SERVICE_FILE
-    record = ServiceRecord(url=url, pid=os.getpid(), started=utcnow(), home=home_id(home), version=__version__)
+    record = ServiceRecord(
+        url=url, pid=os.getpid(), started=utcnow(), home=home_id(home), version=__version__
+    )
     tmp = path.with_name(f".{SERVICE_FILE}.{os.getpid()}.tmp")
     tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)

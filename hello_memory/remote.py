@@ -143,11 +143,18 @@ class RemoteMemory:
         **fields: Any,
     ) -> MemoryItem:
         """Store one memory and return it (see :meth:`hello_memory.MemoryManager.add`)."""
-        body = _typed({
-            **fields, "content": content, "memory_type": memory_type, "importance": importance,
-            "user_id": self._user(user_id), "session_id": session_id, "created_at": created_at,
-            "metadata": metadata,
-        })
+        body = _typed(
+            {
+                **fields,
+                "content": content,
+                "memory_type": memory_type,
+                "importance": importance,
+                "user_id": self._user(user_id),
+                "session_id": session_id,
+                "created_at": created_at,
+                "metadata": metadata,
+            }
+        )
         return self._call("POST", "/v1/memories", _ITEM, body=body)
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
@@ -171,8 +178,13 @@ class RemoteMemory:
     # -- read -------------------------------------------------------------------------------
     def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:
         """One memory of the user; ``NotFoundError`` if absent or another user's."""
-        return self._call("GET", _memory_path(memory_id), _ITEM, user_id=self._user(user_id),
-                          include_deleted=include_deleted)
+        return self._call(
+            "GET",
+            _memory_path(memory_id),
+            _ITEM,
+            user_id=self._user(user_id),
+            include_deleted=include_deleted,
+        )
 
     def get_all(
         self,
@@ -183,8 +195,15 @@ class RemoteMemory:
         include_deleted: bool = False,
     ) -> list[MemoryItem]:
         """The user's memories, newest first."""
-        return self._call("GET", "/v1/memories", _ITEMS, user_id=self._user(user_id), memory_type=memory_type,
-                          limit=limit, include_deleted=include_deleted)
+        return self._call(
+            "GET",
+            "/v1/memories",
+            _ITEMS,
+            user_id=self._user(user_id),
+            memory_type=memory_type,
+            limit=limit,
+            include_deleted=include_deleted,
+        )
 
     def search(
         self,
@@ -204,9 +223,12 @@ class RemoteMemory:
             "query": _conversation(query),
             "user_id": self._user(user_id),
             "memory_types": jsonable(memory_types) if memory_types is not None else None,
-            "limit": limit, "min_importance": min_importance, "min_score": min_score,
+            "limit": limit,
+            "min_importance": min_importance,
+            "min_score": min_score,
             "time_range": jsonable(time_range) if time_range is not None else None,
-            "session_id": session_id, "reference_time": jsonable(reference_time),
+            "session_id": session_id,
+            "reference_time": jsonable(reference_time),
         }
         return self._call("POST", "/v1/memories/search", _HITS, body=body)
 
@@ -225,8 +247,12 @@ class RemoteMemory:
         user_id: str | None = None,
     ) -> MemoryItem:
         """Change content (re-embedded), importance and/or metadata (merged into the old dict)."""
-        body = {"content": content, "importance": importance, "metadata": metadata,
-                "user_id": self._user(user_id)}
+        body = {
+            "content": content,
+            "importance": importance,
+            "metadata": metadata,
+            "user_id": self._user(user_id),
+        }
         return self._call("PATCH", _memory_path(memory_id), _ITEM, body=body)
 
     def remove(self, memory_id: str, *, user_id: str | None = None) -> None:
@@ -235,7 +261,9 @@ class RemoteMemory:
 
     def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryItem:
         """Undo a soft delete (``forget`` without ``purge``)."""
-        return self._call("POST", _memory_path(memory_id, "restore"), _ITEM, body={"user_id": self._user(user_id)})
+        return self._call(
+            "POST", _memory_path(memory_id, "restore"), _ITEM, body={"user_id": self._user(user_id)}
+        )
 
     def forget(
         self,
@@ -250,9 +278,13 @@ class RemoteMemory:
     ) -> ForgetReport:
         """Forget by ``importance_based``, ``time_based``, ``capacity_based`` or ``combined`` policy."""
         body = {
-            "strategy": strategy, "threshold": threshold, "max_age_days": max_age_days, "capacity": capacity,
+            "strategy": strategy,
+            "threshold": threshold,
+            "max_age_days": max_age_days,
+            "capacity": capacity,
             "memory_types": jsonable(memory_types) if memory_types is not None else None,
-            "user_id": self._user(user_id), "purge": purge,
+            "user_id": self._user(user_id),
+            "purge": purge,
         }
         return self._call("POST", "/v1/memories/forget", _FORGET, body=body)
 
@@ -265,8 +297,12 @@ class RemoteMemory:
         user_id: str | None = None,
     ) -> ConsolidateReport:
         """Promote important memories to a longer-lived tier, atomically and de-duplicated."""
-        body = {"from_type": jsonable(from_type), "to_type": jsonable(to_type),
-                "importance_threshold": importance_threshold, "user_id": self._user(user_id)}
+        body = {
+            "from_type": jsonable(from_type),
+            "to_type": jsonable(to_type),
+            "importance_threshold": importance_threshold,
+            "user_id": self._user(user_id),
+        }
         return self._call("POST", "/v1/memories/consolidate", _CONSOLIDATE, body=body)
 
     def clear_all(self, user_id: str | None = None) -> int:
@@ -288,7 +324,9 @@ class RemoteMemory:
 
     def summary(self, limit: int = 10, *, user_id: str | None = None) -> str:
         """A readable summary: counts per tier and the most important memories of each."""
-        return self._call("GET", "/v1/memories/summary", _SUMMARY, limit=limit, user_id=self._user(user_id)).summary
+        return self._call(
+            "GET", "/v1/memories/summary", _SUMMARY, limit=limit, user_id=self._user(user_id)
+        ).summary
 
     def build_context(
         self,
@@ -301,8 +339,14 @@ class RemoteMemory:
         limit: int = 20,
     ) -> ContextBlock:
         """Relevant memories rendered as labelled evidence within a token budget (DESIGN §7)."""
-        body = {"query": query, "budget_tokens": budget_tokens, "floor": floor, "position": position,
-                "user_id": self._user(user_id), "limit": limit}
+        body = {
+            "query": query,
+            "budget_tokens": budget_tokens,
+            "floor": floor,
+            "position": position,
+            "user_id": self._user(user_id),
+            "limit": limit,
+        }
         return self._call("POST", "/v1/memories/context", _CONTEXT, body=body)
 
 

@@ -53,7 +53,9 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
         try:
             json.dumps(value)
         except (TypeError, ValueError, RecursionError) as e:
-            raise InvalidInputError(f"{key} cannot be sent to the memory service as JSON: {e}", field=key) from e
+            raise InvalidInputError(
+                f"{key} cannot be sent to the memory service as JSON: {e}", field=key
+            ) from e
     raise InvalidInputError("the request cannot be encoded as JSON")  # pragma: no cover - unreachable
 
 
@@ -76,7 +78,9 @@ class Transport:
         client: Any = None,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise InvalidInputError(f"server URL must start with http:// or https://, got {url!r}", field="url")
+            raise InvalidInputError(
+                f"server URL must start with http:// or https://, got {url!r}", field="url"
+            )
         self.url = url.rstrip("/")
         self._httpx = require("httpx", "client")
         key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key

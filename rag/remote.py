@@ -111,7 +111,9 @@ class RemoteRAG:
                 here, before anything is sent), or the service cannot convert it.
         """
         if not isinstance(path, str | Path):
-            raise ConversionError(repr(path), f"the path must be a str or os.PathLike, not {type(path).__name__}")
+            raise ConversionError(
+                repr(path), f"the path must be a str or os.PathLike, not {type(path).__name__}"
+            )
         p = Path(path)
         _check_file(p, str(path), MAX_UPLOAD_BYTES)
         form: dict[str, Any] = {"source_path": str(p.resolve())}
@@ -125,8 +127,14 @@ class RemoteRAG:
             form["metadata"] = json.dumps(metadata, ensure_ascii=True)
         try:
             with p.open("rb") as fh:
-                return self._call("POST", "/documents", _INGEST, files={"file": (p.name, fh)}, data=form,
-                                  timeout=UPLOAD_TIMEOUT)
+                return self._call(
+                    "POST",
+                    "/documents",
+                    _INGEST,
+                    files={"file": (p.name, fh)},
+                    data=form,
+                    timeout=UPLOAD_TIMEOUT,
+                )
         except OSError as e:
             raise ConversionError(str(path), f"cannot read the file ({e.strerror or e})") from e
 
@@ -140,8 +148,13 @@ class RemoteRAG:
         metadata: dict[str, Any] | None = None,
     ) -> IngestReport:
         """Index a file on the service's machine; it must lie under the service's allowed roots."""
-        body = {"path": path, "document_id": document_id, "chunk_tokens": chunk_tokens,
-                "overlap_tokens": overlap_tokens, "metadata": metadata}
+        body = {
+            "path": path,
+            "document_id": document_id,
+            "chunk_tokens": chunk_tokens,
+            "overlap_tokens": overlap_tokens,
+            "metadata": metadata,
+        }
         return self._call("POST", "/documents/path", _INGEST, body=body, timeout=UPLOAD_TIMEOUT)
 
     def add_text(
@@ -155,8 +168,14 @@ class RemoteRAG:
         metadata: dict[str, Any] | None = None,
     ) -> IngestReport:
         """Index Markdown/plain text; without ``document_id`` the id is derived from the text."""
-        body = {"text": text, "document_id": document_id, "source": source, "chunk_tokens": chunk_tokens,
-                "overlap_tokens": overlap_tokens, "metadata": metadata}
+        body = {
+            "text": text,
+            "document_id": document_id,
+            "source": source,
+            "chunk_tokens": chunk_tokens,
+            "overlap_tokens": overlap_tokens,
+            "metadata": metadata,
+        }
         return self._call("POST", "/texts", _INGEST, body=body, timeout=UPLOAD_TIMEOUT)
 
     # -- manage -----------------------------------------------------------------------------
@@ -188,8 +207,13 @@ class RemoteRAG:
         enable_hyde: bool = False,
     ) -> SearchResult:
         """Hybrid (dense + BM25) search with optional MQE/HyDE expansion."""
-        body = {"query": query, "limit": limit, "min_score": min_score, "enable_mqe": enable_mqe,
-                "enable_hyde": enable_hyde}
+        body = {
+            "query": query,
+            "limit": limit,
+            "min_score": min_score,
+            "enable_mqe": enable_mqe,
+            "enable_hyde": enable_hyde,
+        }
         return self._call("POST", "/search", _SEARCH, body=body)
 
     def ask(
@@ -203,6 +227,12 @@ class RemoteRAG:
         budget_tokens: int = 3000,
     ) -> Answer:
         """Retrieve, fit whole chunks into ``budget_tokens``, answer with citations ``[n]``."""
-        body = {"question": question, "limit": limit, "enable_mqe": enable_mqe, "enable_hyde": enable_hyde,
-                "min_score": min_score, "budget_tokens": budget_tokens}
+        body = {
+            "question": question,
+            "limit": limit,
+            "enable_mqe": enable_mqe,
+            "enable_hyde": enable_hyde,
+            "min_score": min_score,
+            "budget_tokens": budget_tokens,
+        }
         return self._call("POST", "/ask", _ANSWER, body=body)

@@ -45,9 +45,17 @@ class MemoryAPIContract:
 
     def test_add_returns_the_stored_item_whole(self, memory: MemoryAPI) -> None:
         meta: dict[str, Any] = {"source": "chat", "nested": {"list": [1, 2.5, None, "三"]}, "ok": True}
-        item = memory.add("我叫张三，是一名 Python 开发者", memory_type="episodic", importance=0.7,
-                          session_id="s1", metadata=meta, event_type="intro", tags=["me"],
-                          participants=["张三"], created_at=PAST)
+        item = memory.add(
+            "我叫张三，是一名 Python 开发者",
+            memory_type="episodic",
+            importance=0.7,
+            session_id="s1",
+            metadata=meta,
+            event_type="intro",
+            tags=["me"],
+            participants=["张三"],
+            created_at=PAST,
+        )
         assert len(item.id) == 36 and item.user_id == memory.user_id
         assert (item.memory_type, item.importance, item.session_id) == (MemoryType.EPISODIC, 0.7, "s1")
         assert item.metadata == meta and item.tags == ["me"] and item.participants == ["张三"]
@@ -60,8 +68,12 @@ class MemoryAPIContract:
         assert a.created_at == b.created_at == datetime(2021, 5, 3, 8, 0, tzinfo=timezone.utc)
 
     def test_add_many_stores_in_order_and_is_all_or_nothing(self, memory: MemoryAPI) -> None:
-        items = memory.add_many([{"content": "first", "memory_type": "semantic"},
-                                 {"content": "second", "memory_type": "episodic", "tags": ["t"]}])
+        items = memory.add_many(
+            [
+                {"content": "first", "memory_type": "semantic"},
+                {"content": "second", "memory_type": "episodic", "tags": ["t"]},
+            ]
+        )
         assert [i.content for i in items] == ["first", "second"] and items[1].tags == ["t"]
         with pytest.raises(InvalidInputError):
             memory.add_many([{"content": "good one"}, {"content": "bad", "importance": 3}])
@@ -72,15 +84,20 @@ class MemoryAPIContract:
         for n in range(3):
             memory.add(f"event {n}", memory_type="episodic", created_at=PAST + timedelta(days=n))
         memory.add("a fact", memory_type="semantic")
-        assert [i.content for i in memory.get_all(memory_type="episodic")] == ["event 2", "event 1", "event 0"]
+        assert [i.content for i in memory.get_all(memory_type="episodic")] == [
+            "event 2",
+            "event 1",
+            "event 0",
+        ]
         assert len(memory.get_all(limit=2)) == 2 and len(memory.get_all()) == 4
 
     def test_perceptual_and_working_memories(self, memory: MemoryAPI) -> None:
         seen = memory.add("a photo of a cat on a sofa", memory_type="perceptual", modality="image")
         note = memory.add("asking about cats", memory_type="working")
         assert seen.modality is not None and seen.modality.value == "image"
-        assert {h.item.id for h in memory.search("cat on a sofa", memory_types=["perceptual", "working"])} >= {
-            seen.id, note.id}
+        assert {
+            h.item.id for h in memory.search("cat on a sofa", memory_types=["perceptual", "working"])
+        } >= {seen.id, note.id}
 
     # -- search -----------------------------------------------------------------------------
     def test_search_ranks_by_score_with_breakdown(self, memory: MemoryAPI) -> None:
@@ -91,18 +108,26 @@ class MemoryAPIContract:
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
         assert {"sim", "dense", "lexical", "importance"} <= set(hits[0].breakdown)
         assert len(memory.search("tea", limit=1)) == 1
-        assert all(h.item.memory_type == MemoryType.EPISODIC for h in memory.search("tea", memory_types=["episodic"]))
+        assert all(
+            h.item.memory_type == MemoryType.EPISODIC for h in memory.search("tea", memory_types=["episodic"])
+        )
 
     def test_search_takes_a_conversation(self, memory: MemoryAPI) -> None:
         pottery = memory.add("I started a pottery class on Monday", memory_type="episodic")
         memory.add("The weather was rainy", memory_type="episodic")
-        for convo in ([{"role": "user", "content": "about my pottery class"},
-                       {"role": "assistant", "content": "What about the weather?"}],
-                      [("user", "about my pottery class"), ("assistant", "What about the weather?")]):
+        for convo in (
+            [
+                {"role": "user", "content": "about my pottery class"},
+                {"role": "assistant", "content": "What about the weather?"},
+            ],
+            [("user", "about my pottery class"), ("assistant", "What about the weather?")],
+        ):
             assert memory.search(convo, memory_types=["episodic"])[0].item.id == pottery.id
 
     def test_search_filters_time_importance_and_session(self, memory: MemoryAPI) -> None:
-        old = memory.add("trip to Paris", memory_type="episodic", importance=0.9, created_at=PAST, session_id="a")
+        old = memory.add(
+            "trip to Paris", memory_type="episodic", importance=0.9, created_at=PAST, session_id="a"
+        )
         new = memory.add("trip to Rome", memory_type="episodic", importance=0.2, session_id="b")
         window = (PAST - timedelta(days=1), (PAST + timedelta(days=1)).isoformat())
         assert [h.item.id for h in memory.search("trip", time_range=window)] == [old.id]
@@ -184,9 +209,12 @@ class MemoryAPIContract:
     # -- errors and isolation -----------------------------------------------------------------
     @pytest.mark.parametrize(
         ("kwargs", "field"),
-        [({"content": ""}, "content"), ({"content": "x", "importance": 1.5}, "importance"),
-         ({"content": "x", "importance": "high"}, "importance"), ({"content": "x", "memory_type": "dream"},
-                                                                   "memory_type")],
+        [
+            ({"content": ""}, "content"),
+            ({"content": "x", "importance": 1.5}, "importance"),
+            ({"content": "x", "importance": "high"}, "importance"),
+            ({"content": "x", "memory_type": "dream"}, "memory_type"),
+        ],
     )
     def test_bad_input_is_an_invalid_input_error_and_stores_nothing(
         self, memory: MemoryAPI, kwargs: dict[str, Any], field: str
@@ -199,9 +227,13 @@ class MemoryAPIContract:
         assert memory.get_all() == []
 
     def test_bad_arguments_of_reads(self, memory: MemoryAPI) -> None:
-        for call in (lambda: memory.search("x", limit=0), lambda: memory.search("", limit=3),
-                     lambda: memory.build_context("x", position="middle"), lambda: memory.get_all(limit=0),
-                     lambda: memory.forget("whenever")):
+        for call in (
+            lambda: memory.search("x", limit=0),
+            lambda: memory.search("", limit=3),
+            lambda: memory.build_context("x", position="middle"),
+            lambda: memory.get_all(limit=0),
+            lambda: memory.forget("whenever"),
+        ):
             with pytest.raises(InvalidInputError):
                 call()
 
@@ -212,8 +244,11 @@ class MemoryAPIContract:
             with pytest.raises(NotFoundError) as err:
                 memory.get(memory_id)
             assert err.value.object_id == memory_id and memory_id in str(err.value)
-            for call in (lambda i=memory_id: memory.update(i, content="mine now"),
-                         lambda i=memory_id: memory.remove(i), lambda i=memory_id: memory.restore(i)):
+            for call in (
+                lambda i=memory_id: memory.update(i, content="mine now"),
+                lambda i=memory_id: memory.remove(i),
+                lambda i=memory_id: memory.restore(i),
+            ):
                 with pytest.raises(NotFoundError):
                     call()
         assert memory.history(theirs.id) == [] and memory.search("their diary") == []
