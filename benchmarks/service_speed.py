@@ -38,6 +38,8 @@ class ServiceResult:
     remote_ms: dict[str, float]
     service_side_ms: dict[str, float]
     http_overhead_ms: dict[str, float]
+    operation_ms: dict[str, float] = field(default_factory=dict)
+    added_ms: dict[str, float] = field(default_factory=dict)
     throughput: dict[str, float] = field(default_factory=dict)
     cli_search_s: dict[str, float] = field(default_factory=dict)
     in_process_again_ms: dict[str, float] = field(default_factory=dict)
@@ -83,30 +85,36 @@ def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit(f"the service did not start for {home}")
 
 
-def _remote(url: str, queries: list[str]) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-    """Client latency, the service's own time (Server-Timing) and their difference, per search."""
+def _remote(url: str, queries: list[str]) -> dict[str, dict[str, float]]:
+    """Per search: client latency, the service's time and its library call's (Server-Timing), differences."""
     import httpx
 
     from hello_memory.remote import RemoteMemory
 
     seen: list[float] = []
+    ops: list[float] = []
 
     def timing(response: httpx.Response) -> None:
-        header = response.headers.get("server-timing", "app;dur=0")
-        seen.append(float(header.split("dur=")[1]) / 1000)
+        metrics = dict(part.strip().split(";dur=") for part in response.headers["server-timing"].split(","))
+        seen.append(float(metrics["app"]) / 1000)
+        ops.append(float(metrics["op"]) / 1000)
 
     client = httpx.Client(base_url=url, timeout=60, event_hooks={"response": [timing]})
     with RemoteMemory(url, user_id="bench", client=client) as mm:
         for q in queries[:20]:
             mm.search(q, limit=10, memory_types=["episodic"])
         seen.clear()
+        ops.clear()
         lat = []
         for q in queries:
             t = time.perf_counter()
             mm.search(q, limit=10, memory_types=["episodic"])
             lat.append(time.perf_counter() - t)
-    overhead = [c - s for c, s in zip(lat, seen, strict=True)]
-    return percentiles(lat), percentiles(seen), percentiles(overhead)
+    return {
+        "client": percentiles(lat), "service": percentiles(seen), "operation": percentiles(ops),
+        "http": percentiles([c - s for c, s in zip(lat, seen, strict=True)]),
+        "added": percentiles([c - o for c, o in zip(lat, ops, strict=True)]),
+    }
 
 
 def _client(url: str, kind: str, n: int, seed: int, out: Any) -> None:
@@ -157,8 +165,9 @@ def measure_service(
         local = _in_process(home, qs)
         proc, url = _start(home)
         try:
-            remote, service_side, overhead = _remote(url, qs)
-            result = ServiceResult(size, local, remote, service_side, overhead)
+            timing = _remote(url, qs)
+            result = ServiceResult(size, local, timing["client"], timing["service"], timing["http"],
+                                   timing["operation"], timing["added"])
             result.throughput["searches_per_s"] = _throughput(url, "search", per_client)
             result.throughput["adds_per_s"] = _throughput(url, "add", per_client)
             result.cli_search_s["through_service"] = _cli_search(home, qs[0], cli_runs)
@@ -179,9 +188,11 @@ def to_markdown(r: ServiceResult) -> str:
         f"Service at {r.size} memories (search limit 10, episodic; {CLIENTS} concurrent client processes):",
         "", "| search | p50 ms | p95 ms |", "|---|---|---|",
         row("in process", r.in_process_ms), row("in process (after the service)", r.in_process_again_ms),
-        row("through the service (client)", r.remote_ms), row("service's own time (Server-Timing)",
+        row("through the service (client)", r.remote_ms), row("service's time (Server-Timing app)",
                                                                r.service_side_ms),
-        row("HTTP share per call (client − service)", r.http_overhead_ms), "",
+        row("its library call (Server-Timing op)", r.operation_ms),
+        row("added by the service per call (client − op)", r.added_ms),
+        row("of which HTTP, outside the app (client − app)", r.http_overhead_ms), "",
         f"Throughput, {CLIENTS} clients: {r.throughput.get('searches_per_s')} searches/s, "
         f"{r.throughput.get('adds_per_s')} adds/s.",
         f"`hello-memory search` wall time (median of {CLI_RUNS}): {r.cli_search_s.get('through_service')} s "

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
+from apps.service.limits import OPERATION_MS
 from apps.service.settings import ServiceSettings
 from hello_memory import MemoryManager, Settings
 from hello_memory.embedders.base import Embedder
@@ -113,22 +114,26 @@ class ServiceCore:
         limit = self.service.request_timeout if timeout is None else timeout
         try:
             with anyio.fail_after(limit):
-                return await anyio.to_thread.run_sync(
+                result, ms = await anyio.to_thread.run_sync(
                     self._tracked, fn, args, kwargs, abandon_on_cancel=True, limiter=self.limiter
                 )
+                OPERATION_MS.set(ms)
+                return result
         except TimeoutError:
             raise ServiceTimeoutError(
                 f"the operation did not finish within {limit:g} s; it continues on the service "
                 "(check its result before retrying a write)"
             ) from None
 
-    def _tracked(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    def _tracked(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[T, float]:
+        """``fn``'s result and its duration in milliseconds, counted as running meanwhile."""
         with self._idle:
             if self.draining:
                 raise ServiceError("the service is shutting down; retry against its next start")
             self._running += 1
+        started = time.perf_counter()
         try:
-            return fn(*args, **kwargs)
+            return fn(*args, **kwargs), (time.perf_counter() - started) * 1000
         finally:
             with self._idle:
                 self._running -= 1

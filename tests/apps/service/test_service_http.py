@@ -174,6 +174,13 @@ def test_an_unreadable_upload_is_a_conversion_error_naming_the_clients_file(svc,
     assert error["type"] == "ConversionError" and "hm-upload" not in error["message"]
 
 
+def test_server_timing_names_the_service_and_the_library_call(client):
+    timing = client.post("/v1/memories/search", json={"query": "first"}).headers["server-timing"]
+    metrics = dict(part.strip().split(";dur=") for part in timing.split(","))
+    assert set(metrics) == {"app", "op"} and float(metrics["app"]) >= float(metrics["op"]) > 0
+    assert client.get("/health").headers["server-timing"].startswith("app;dur=")  # no library call
+
+
 def test_health_ready_and_generated_openapi(svc, client):
     health = client.get("/health").json()
     assert health["status"] == "ok" and health["pid"] == svc[0].proc.pid
