@@ -117,7 +117,7 @@ def serve(
             core.warm_up()
         config = uvicorn.Config(
             create_app(core, keys), host=service.host, port=service.port,
-            log_level=log_level, access_log=False, server_header=False, lifespan="on", loop="asyncio",
+            log_level=log_level, access_log=False, server_header=False, lifespan="on", loop="auto", http="auto",
             timeout_graceful_shutdown=service.drain_timeout or None, timeout_keep_alive=30,
         )
         server = _server_class(uvicorn)(config, core=core, advertise=service.write_service_file,
