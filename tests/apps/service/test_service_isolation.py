@@ -188,3 +188,14 @@ def test_the_admin_key_reaches_every_user_and_namespace(keyed_service):
         assert admin.get(item.id, user_id="alice") == item
         assert "alice" in {s.user_id for s in admin.all_stats()}
         assert admin.identity().admin and admin.identity().namespaces is None
+
+
+def test_uploads_and_paths_into_another_users_knowledge_base_are_refused(keyed_service, tmp_path):
+    doc = tmp_path / "planted.md"
+    doc.write_text("# Planted\n\nnot yours", encoding="utf-8")
+    with RemoteRAG(keyed_service.url, namespace="bob", api_key=KEYS["alice"]) as theirs:
+        for call in (lambda: theirs.add_document(doc), lambda: theirs.add_server_document(str(doc))):
+            with pytest.raises(PermissionDeniedError):
+                call()
+    with RemoteRAG(keyed_service.url, namespace="bob", api_key=KEYS["admin"]) as admin:
+        assert "planted" not in " ".join(d.source_path or "" for d in admin.list_documents())
