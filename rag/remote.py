@@ -126,17 +126,13 @@ class RemoteRAG:
         if metadata is not None:
             form["metadata"] = json.dumps(metadata, ensure_ascii=True)
         try:
-            with p.open("rb") as fh:
-                return self._call(
-                    "POST",
-                    "/documents",
-                    _INGEST,
-                    files={"file": (p.name, fh)},
-                    data=form,
-                    timeout=UPLOAD_TIMEOUT,
-                )
-        except OSError as e:
+            fh = p.open("rb")
+        except OSError as e:  # only the file's own errors (PermissionDeniedError is an OSError too)
             raise ConversionError(str(path), f"cannot read the file ({e.strerror or e})") from e
+        with fh:
+            return self._call(
+                "POST", "/documents", _INGEST, files={"file": (p.name, fh)}, data=form, timeout=UPLOAD_TIMEOUT
+            )
 
     def add_server_document(
         self,
