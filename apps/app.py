@@ -35,8 +35,13 @@ def create_app(
     home: str | Path | None = None,
     embedder: Embedder | None = None,
     llm: LLMClient | None = None,
+    server_url: str | None = None,
+    api_key: str | None = None,
 ) -> tuple[gr.Blocks, AssistantFactory]:
     """The Blocks app and the factory owning its sessions (call ``factory.close_all()`` when done).
+
+    The sessions use a memory service — ``server_url``, else ``settings.server_url``, else the one that
+    owns the data directory (``hello-memory serve``) — instead of opening the data directory.
 
     Raises:
         InvalidInputError: the LLM settings are incomplete (e.g. ``LLM_BASE_URL`` without ``LLM_MODEL``).
@@ -47,7 +52,10 @@ def create_app(
     settings = settings or Settings()
     if home is not None:
         settings = settings.model_copy(update={"home": Path(home)})
-    factory = AssistantFactory(settings, embedder=embedder, llm=llm)
+    from hello_memory.discovery import service_url
+
+    url = service_url(settings, server_url)
+    factory = AssistantFactory(settings, embedder=embedder, llm=llm, server_url=url, api_key=api_key)
     return build_app(factory), factory
 
 
@@ -58,6 +66,8 @@ def serve(
     *,
     settings: Settings | None = None,
     open_browser: bool = False,
+    server_url: str | None = None,
+    api_key: str | None = None,
 ) -> None:
     """Serve the app until interrupted (Ctrl+C), then close every session's stores.
 
@@ -67,11 +77,13 @@ def serve(
         port: TCP port.
         settings: full configuration (``home`` still overrides its data directory).
         open_browser: open the page in the default browser.
+        server_url / api_key: a memory service to use; default ``settings.server_url``, else the service
+            that owns the data directory (``hello-memory serve``), else the directory itself.
     """
     from apps.ui import launch_kwargs
 
-    demo, factory = create_app(settings, home=home)
-    logger.info("data directory %s", Path(factory.settings.home).resolve())
+    demo, factory = create_app(settings, home=home, server_url=server_url, api_key=api_key)
+    logger.info("memory: %s", factory.server_url or Path(factory.settings.home).resolve())
     try:
         demo.queue().launch(server_name=host, server_port=port, inbrowser=open_browser, share=False,
                             show_error=False, max_file_size=MAX_FILE_SIZE, footer_links=["settings"],

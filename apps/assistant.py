@@ -37,6 +37,7 @@ from apps.models import (
 )
 from apps.routing import route_question, strip_force_prefix
 from hello_memory import HelloMemoryError, InvalidInputError, MemoryManager, ScoredMemory, Settings
+from hello_memory.api import MemoryAPI
 from hello_memory.embedders.base import Embedder
 from hello_memory.embedders.factory import make_embedder
 from hello_memory.errors import ConversionError
@@ -45,6 +46,7 @@ from hello_memory.llm.factory import make_llm
 from hello_memory.models import utcnow
 from hello_memory.validation import check_id
 from rag import RAGPipeline, record_qa
+from rag.api import RAGAPI
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +81,9 @@ class LearningAssistant(MemoryOps):
         embedder: shared text embedder (built from settings when omitted; share one across sessions).
         llm: LLM client; built from settings when omitted (none configured = extractive answers).
         session_id: id stamped on this session's memories (a new one when omitted).
+        memory / rag: the learner's memory and knowledge base (e.g. the clients of a memory service,
+            :class:`~hello_memory.remote.RemoteMemory` and :class:`~rag.remote.RemoteRAG`); opened on
+            the data directory when omitted. The assistant closes them.
 
     Raises:
         InvalidInputError: the user id is empty or too long.
@@ -93,17 +98,21 @@ class LearningAssistant(MemoryOps):
         embedder: Embedder | None = None,
         llm: LLMClient | None = None,
         session_id: str | None = None,
+        memory: MemoryAPI | None = None,
+        rag: RAGAPI | None = None,
     ) -> None:
         self.user_id = check_user_id(user_id)
         self.settings = settings or Settings()
         self.session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
         self.started_at = utcnow()
         self.llm = llm if llm is not None else make_llm(self.settings)
-        shared = embedder or make_embedder(self.settings)
+        shared = embedder or (make_embedder(self.settings) if memory is None or rag is None else None)
         self.lock = threading.RLock()  # one operation of a session at a time (UI events may overlap)
-        self.memory = MemoryManager(self.settings, user_id=self.user_id, embedder=shared, llm=self.llm)
+        self.memory: MemoryAPI = memory or MemoryManager(self.settings, user_id=self.user_id, embedder=shared,
+                                                         llm=self.llm)
         try:
-            self.rag = RAGPipeline(self.settings, namespace=f"docs_{self.user_id}", embedder=shared, llm=self.llm)
+            self.rag: RAGAPI = rag or RAGPipeline(self.settings, namespace=f"docs_{self.user_id}", embedder=shared,
+                                                  llm=self.llm)
         except BaseException:
             self.memory.close()
             raise

@@ -7,11 +7,11 @@ never imports ``rag``, ``tools`` or ``apps``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from hello_memory.cli import Home, User, app
+from hello_memory.cli import ApiKey, Home, Server, User, app
 
 
 @app.command()
@@ -20,11 +20,13 @@ def mcp(
     user: User = "default_user",
     namespace: Annotated[str, typer.Option("--namespace", help="RAG knowledge-base namespace")] = "default",
     allow_root: Annotated[list[Path] | None, typer.Option("--allow-root", help="directories RAG may read")] = None,
+    server: Server = None,
+    api_key: ApiKey = None,
 ) -> None:
-    """Serve the memory and RAG tools over MCP (stdio)."""
+    """Serve the memory and RAG tools over MCP (stdio); through the memory service when one owns the home."""
     from tools.mcp_server import serve
 
-    serve(home, user, namespace, allowed_roots=allow_root)
+    serve(home, user, namespace, allowed_roots=allow_root, server_url=server, api_key=api_key)
 
 
 @app.command("app")
@@ -32,11 +34,44 @@ def app_cmd(
     home: Home = None,
     host: Annotated[str, typer.Option("--host", help="bind address")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 7860,
+    server: Server = None,
+    api_key: ApiKey = None,
 ) -> None:
-    """Serve the document Q&A learning assistant (Gradio) on the embedded defaults."""
+    """Serve the document Q&A learning assistant (Gradio); through the memory service when one owns the home."""
     from apps.app import serve
 
-    serve(home, host, port)
+    serve(home, host, port, server_url=server, api_key=api_key)
+
+
+@app.command("serve")
+def serve_cmd(
+    home: Home = None,
+    host: Annotated[
+        str | None, typer.Option("--host", help="bind address (default 127.0.0.1); non-loopback needs API keys")
+    ] = None,
+    port: Annotated[int | None, typer.Option("--port", help="port (default 8765; 0 = any free port)")] = None,
+    keys_file: Annotated[Path | None, typer.Option("--keys-file", help="JSON file of API keys")] = None,
+    allow_root: Annotated[
+        list[Path] | None, typer.Option("--allow-root", help="folders whose files clients may index by path")
+    ] = None,
+    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+) -> None:
+    """Serve the memory over HTTP, so the app, the CLI, MCP clients and agents share one data directory.
+
+    Keys: --keys-file, HELLO_MEMORY_SERVICE_API_KEYS ({"<key>": "<user>"}) and
+    HELLO_MEMORY_SERVICE_ADMIN_KEY; without any, only loopback clients are served.
+    """
+    from apps.service.server import serve
+    from apps.service.settings import ServiceSettings
+    from hello_memory.cli import _fail
+    from hello_memory.errors import HelloMemoryError
+
+    given = {"host": host, "port": port, "keys_file": keys_file, "allowed_roots": allow_root or None}
+    overrides: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    try:
+        serve(service=ServiceSettings(**overrides), home=home, log_level=log_level.lower())
+    except HelloMemoryError as e:
+        _fail(e)
 
 
 def main() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from hello_memory import ConsolidateReport, ForgetReport, MemoryItem, MemoryManager, ScoredMemory
+from hello_memory import ConsolidateReport, ForgetReport, MemoryItem, ScoredMemory
+from hello_memory.api import MemoryAPI
 from hello_memory.models import MemoryType
 
 
@@ -16,7 +17,7 @@ class MemoryOps:
     user's) memory id.
     """
 
-    memory: MemoryManager
+    memory: MemoryAPI
     lock: threading.RLock
 
     def browse_memories(self, memory_type: str | None = None, limit: int = 200) -> list[MemoryItem]:

@@ -48,14 +48,20 @@ class AssistantFactory:
     Args:
         settings: the app's configuration (data directory, embedder, LLM).
         embedder / llm: injected components; built from ``settings`` when omitted.
+        server_url / api_key: a memory service whose memories and knowledge bases the assistants use
+            (:class:`~hello_memory.remote.RemoteMemory`, :class:`~rag.remote.RemoteRAG`) instead of
+            opening the data directory.
     """
 
     def __init__(
-        self, settings: Settings, *, embedder: Embedder | None = None, llm: LLMClient | None = None
+        self, settings: Settings, *, embedder: Embedder | None = None, llm: LLMClient | None = None,
+        server_url: str | None = None, api_key: str | None = None,
     ) -> None:
         self.settings = settings
         self.llm = llm if llm is not None else make_llm(settings)
         self._embedder = embedder
+        self.server_url = server_url
+        self._api_key = api_key
         self._lock = threading.Lock()
         self._open: set[LearningAssistant] = set()  # strong: Gradio may drop a session without a callback
 
@@ -79,7 +85,17 @@ class AssistantFactory:
         if current is not None and current.user_id == uid and not current.closed:
             return current
         session.close()
-        la = LearningAssistant(uid, self.settings, embedder=self.embedder, llm=self.llm)
+        if self.server_url is not None:
+            from hello_memory.remote import RemoteMemory
+            from rag.remote import RemoteRAG
+
+            la = LearningAssistant(
+                uid, self.settings, llm=self.llm,
+                memory=RemoteMemory(self.server_url, api_key=self._api_key, user_id=uid),
+                rag=RemoteRAG(self.server_url, namespace=f"docs_{uid}", api_key=self._api_key),
+            )
+        else:
+            la = LearningAssistant(uid, self.settings, embedder=self.embedder, llm=self.llm)
         session.assistant = la
         with self._lock:
             self._open = {a for a in self._open if not a.closed}

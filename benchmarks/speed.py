@@ -120,6 +120,7 @@ class SpeedReport:
     results: list[SizeResult] = field(default_factory=list)
     rag_ingest: dict[str, Any] = field(default_factory=dict)
     rag_ingest_engines: dict[str, dict[str, Any]] = field(default_factory=dict)  # other e5 engines
+    service: list[dict[str, Any]] = field(default_factory=list)  # benchmarks.service_speed, per size
 
 
 PEER_CONFIGS = ("hello-agents",)
@@ -360,20 +361,28 @@ def main(argv: list[str] | None = None) -> SpeedReport:
     ap.add_argument("--happy-llm", type=Path)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--plot", type=Path)
+    ap.add_argument("--service", action="store_true", help="also time the memory service (benchmarks.service_speed)")
     args = ap.parse_args(argv)
     report = SpeedReport(machine=machine())
-    configs = list(_configs(args.configs.split(",")))
+    configs = list(_configs([n for n in args.configs.split(",") if n]))
     for size in (int(s) for s in args.sizes.split(",")):
         for name, factory in configs:
             report.results.append(measure(name, factory, size, args.queries))
             print(f"{name} @ {size}: {report.results[-1]}", file=sys.stderr)
+        if args.service:
+            from benchmarks import service_speed
+
+            measured = service_speed.measure_service(size, args.queries)
+            report.service.append(asdict(measured))
+            print(service_speed.to_markdown(measured))
     if args.happy_llm:
         report.rag_ingest = rag_ingest(args.happy_llm)
         for name, _ in configs:
             if name in E5_ENGINE_CONFIGS:
                 engine = E5_ENGINE_CONFIGS[name]
                 report.rag_ingest_engines[engine] = rag_ingest(args.happy_llm, e5_engine=engine)
-    print(to_markdown(report))
+    if report.results:
+        print(to_markdown(report))
     if args.json:
         args.json.write_text(json.dumps(asdict(report), indent=2, ensure_ascii=False), encoding="utf-8")
     if args.plot:

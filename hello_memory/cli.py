@@ -12,7 +12,7 @@ import typer
 from hello_memory.errors import HelloMemoryError
 
 if TYPE_CHECKING:
-    from hello_memory.manager import MemoryManager
+    from hello_memory.api import MemoryAPI
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="hello-memory: memory for LLM agents.")
 
@@ -21,13 +21,27 @@ Home = Annotated[
     typer.Option("--home", help="data directory (default: HELLO_MEMORY_HOME or ./hello_memory_data)"),
 ]
 User = Annotated[str, typer.Option("--user", "-u", help="user id")]
+Server = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        help="a memory service to use (default: HELLO_MEMORY_SERVER_URL, else the "
+        "service that owns the data directory, else the directory itself)",
+    ),
+]
+ApiKey = Annotated[
+    str | None, typer.Option("--api-key", envvar="HELLO_MEMORY_API_KEY", help="API key of the memory service")
+]
 
 
-def _manager(home: Path | None, user: str) -> MemoryManager:
-    from hello_memory import MemoryManager, Settings
+def _manager(
+    home: Path | None, user: str, server: str | None = None, api_key: str | None = None
+) -> MemoryAPI:
+    from hello_memory import Settings
+    from hello_memory.discovery import connect_memory
 
     settings = Settings() if home is None else Settings(home=home)
-    return MemoryManager(settings, user_id=user, enable_perceptual=True)
+    return connect_memory(settings, user_id=user, server_url=server, api_key=api_key, enable_perceptual=True)
 
 
 def _fail(e: HelloMemoryError) -> None:
@@ -45,10 +59,12 @@ def add(
     session: Annotated[str | None, typer.Option("--session")] = None,
     home: Home = None,
     user: User = "default_user",
+    server: Server = None,
+    api_key: ApiKey = None,
 ) -> None:
     """Store one memory and print its id."""
     try:
-        with _manager(home, user) as mm:
+        with _manager(home, user, server, api_key) as mm:
             item = mm.add(content, memory_type=memory_type, importance=importance, session_id=session)
     except HelloMemoryError as e:
         _fail(e)
@@ -63,10 +79,12 @@ def search(
     as_json: Annotated[bool, typer.Option("--json")] = False,
     home: Home = None,
     user: User = "default_user",
+    server: Server = None,
+    api_key: ApiKey = None,
 ) -> None:
     """Search memories; one line per hit with score and tier."""
     try:
-        with _manager(home, user) as mm:
+        with _manager(home, user, server, api_key) as mm:
             hits = mm.search(query, limit=limit, memory_types=memory_type or None)
     except HelloMemoryError as e:
         _fail(e)
@@ -80,10 +98,12 @@ def search(
 
 
 @app.command()
-def stats(home: Home = None, user: User = "default_user") -> None:
+def stats(
+    home: Home = None, user: User = "default_user", server: Server = None, api_key: ApiKey = None
+) -> None:
     """Counts per tier and the backends in use."""
     try:
-        with _manager(home, user) as mm:
+        with _manager(home, user, server, api_key) as mm:
             st = mm.stats()
     except HelloMemoryError as e:
         _fail(e)
@@ -104,10 +124,12 @@ def forget(
     ] = False,
     home: Home = None,
     user: User = "default_user",
+    server: Server = None,
+    api_key: ApiKey = None,
 ) -> None:
     """Forget memories by importance, age, capacity or a combined policy."""
     try:
-        with _manager(home, user) as mm:
+        with _manager(home, user, server, api_key) as mm:
             report = mm.forget(strategy, threshold, max_age_days, purge=purge)
     except HelloMemoryError as e:
         _fail(e)
@@ -121,10 +143,12 @@ def export(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default: stdout)")] = None,
     home: Home = None,
     user: User = "default_user",
+    server: Server = None,
+    api_key: ApiKey = None,
 ) -> None:
     """Export the user's memories as JSON Lines (one memory per line, metadata whole)."""
     try:
-        with _manager(home, user) as mm:
+        with _manager(home, user, server, api_key) as mm:
             items = mm.get_all()
     except HelloMemoryError as e:
         _fail(e)
@@ -142,12 +166,12 @@ def export(
 
 
 @app.command()
-def demo(home: Home = None) -> None:
+def demo(home: Home = None, server: Server = None, api_key: ApiKey = None) -> None:
     """Run a short end-to-end demonstration on the embedded defaults (no services, no keys)."""
     from hello_memory.demo import run_demo
 
     try:
-        run_demo(home)
+        run_demo(home, server=server, api_key=api_key)
     except HelloMemoryError as e:
         _fail(e)
 

@@ -8,15 +8,20 @@ from pathlib import Path
 import typer
 
 
-def run_demo(home: Path | None = None) -> None:
-    """Store, search, consolidate, forget and inject memories for a bilingual user."""
-    from hello_memory import MemoryManager, Settings
+def run_demo(home: Path | None = None, *, server: str | None = None, api_key: str | None = None) -> None:
+    """Store, search, consolidate, forget and inject memories for a bilingual user.
+
+    Runs through a memory service when ``server`` is given or one owns the data directory.
+    """
+    from hello_memory import Settings
+    from hello_memory.discovery import connect_memory
 
     settings = Settings() if home is None else Settings(home=home)
     echo = typer.echo
-    with MemoryManager(settings, user_id="demo_user") as mm:
+    with connect_memory(settings, user_id="demo_user", server_url=server, api_key=api_key) as mm:
         mm.clear_all()
-        echo(f"data directory: {Path(settings.home).resolve()}  (embedder: {settings.resolved_embedder()})")
+        where = getattr(mm, "url", None) or Path(settings.home).resolve()  # a RemoteMemory has a url
+        echo(f"memory: {where}  (embedder: {mm.stats().embedder})")
         week_ago = datetime.now(timezone.utc) - timedelta(days=7)
         mm.add_many(
             [

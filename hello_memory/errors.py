@@ -140,3 +140,34 @@ class WriteConflictError(HelloMemoryError, RuntimeError):
         self.memory_id = memory_id
         self.expected_version = expected_version
         self.stored_version = stored_version
+
+
+# -- the memory service (``hello-memory serve``) and its clients ---------------------------------
+class PermissionDeniedError(HelloMemoryError, PermissionError):
+    """The API key is missing or invalid, or does not grant what the request asks for.
+
+    Attributes:
+        status: the HTTP status the service answered (401 no or unknown key, 403 not allowed).
+    """
+
+    def __init__(self, message: str, *, status: int = 403) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ServiceError(HelloMemoryError, RuntimeError):
+    """The memory service could not be reached, timed out or answered something unexpected.
+
+    Attributes:
+        url: the service's base URL.
+        status: the HTTP status, when there was a response.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+
+
+class ServiceTimeoutError(ServiceError):
+    """A request took longer than its timeout; a write may still complete on the service."""

@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     )
 
     home: Path = Field(default=Path("hello_memory_data"), description="data directory (embedded stores)")
+    server_url: str | None = Field(
+        default=None,
+        description="a memory service (hello-memory serve) the CLI, MCP server and app use instead",
+    )
 
     # embedders
     embedder: EmbedderName = Field(

@@ -139,12 +139,19 @@ class RAGPipeline:
         chunk_tokens: int | None = None,
         overlap_tokens: int | None = None,
         metadata: dict[str, Any] | None = None,
+        source_path: str | None = None,
     ) -> IngestReport:
-        """Convert a file with MarkItDown and index it; re-adding replaces the old chunks."""
+        """Convert a file with MarkItDown and index it; re-adding replaces the old chunks.
+
+        ``source_path`` is the path recorded (and the default id derived from) instead of the
+        file's own, e.g. the client's path of a file uploaded to the memory service.
+        """
         from rag.convert import convert
 
+        if source_path is not None:
+            source_path = check_text(source_path, "source_path", max_chars=4096)
         doc = convert(path)
-        resolved = _text_path(Path(path).resolve())
+        resolved = _text_path(Path(path).resolve()) if source_path is None else source_path
         doc_id = str(uuid.uuid5(_ID_NAMESPACE, f"path:{resolved}")) if document_id is None else document_id
         return indexer.ingest(
             self,

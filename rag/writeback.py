@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hello_memory.manager import MemoryManager
+from hello_memory.api import MemoryAPI
 from hello_memory.models import MemoryItem
 from rag.models import Answer
 
 
 def record_qa(
-    manager: MemoryManager,
+    manager: MemoryAPI,
     answer: Answer,
     *,
     session_id: str | None = None,

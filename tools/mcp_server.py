@@ -12,13 +12,16 @@ from __future__ import annotations
 import argparse
 import inspect
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from hello_memory._lazy import require
+from hello_memory.api import MemoryAPI
 from hello_memory.settings import Settings
+from rag.api import RAGAPI
 from tools.registry import ToolRegistry
 
 logger = logging.getLogger(__name__)
@@ -28,19 +31,25 @@ EMBEDDERS = ("auto", "e5", "sentence-transformers", "dashscope", "tfidf")
 
 
 def build_registry(
-    settings: Settings, *, user_id: str = "default_user", namespace: str = "default",
+    settings: Settings, *, user_id: str | None = "default_user", namespace: str = "default",
     allowed_roots: Sequence[str | Path] | None = None, rag: bool = True,
+    memory: MemoryAPI | None = None, pipeline: RAGAPI | None = None,
 ) -> ToolRegistry:
-    """A registry (actions expanded) with a MemoryTool for ``user_id`` and a RAGTool for ``namespace``."""
+    """A registry (actions expanded) with a MemoryTool for ``user_id`` and a RAGTool for ``namespace``.
+
+    ``memory`` / ``pipeline`` (e.g. the clients of a memory service) are used instead of opening the
+    data directory; the caller closes them.
+    """
     from tools.memory_tool import MemoryTool
 
     registry = ToolRegistry(expand_actions=True)
-    registry.register(MemoryTool(user_id=user_id, settings=settings))
+    registry.register(MemoryTool(user_id=user_id, settings=settings, manager=memory))
     if rag:
         from tools.rag_tool import RAGTool
 
         try:
-            registry.register(RAGTool(namespace=namespace, settings=settings, allowed_roots=allowed_roots))
+            registry.register(RAGTool(namespace=namespace, settings=settings, allowed_roots=allowed_roots,
+                                      pipeline=pipeline))
         except BaseException:
             registry.close()
             raise
@@ -97,10 +106,24 @@ async def run_stdio(server: Any) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+def _remote(
+    url: str, api_key: str | None, user_id: str, namespace: str, rag: bool
+) -> tuple[MemoryAPI, RAGAPI | None]:
+    """Clients of the memory service at ``url`` (with a key, the default user is the key's own)."""
+    from hello_memory.discovery import DEFAULT_USER
+    from hello_memory.remote import RemoteMemory
+    from rag.remote import RemoteRAG
+
+    user = None if (api_key and user_id == DEFAULT_USER) else user_id
+    memory = RemoteMemory(url, api_key=api_key, user_id=user)
+    return memory, RemoteRAG(url, namespace=namespace, api_key=api_key) if rag else None
+
+
 def serve(
     home: str | Path | None = None, user_id: str = "default_user", namespace: str = "default", *,
     allowed_roots: Sequence[str | Path] | None = None, embedder: str | None = None,
-    settings: Settings | None = None, rag: bool = True,
+    settings: Settings | None = None, rag: bool = True, server_url: str | None = None,
+    api_key: str | None = None,
 ) -> None:
     """Run the MCP server over stdio (blocking); the entry point for ``hello-memory mcp``.
 
@@ -112,6 +135,9 @@ def serve(
         embedder: override ``settings.embedder`` (``auto``, ``e5``, ``tfidf``, ...).
         settings: base settings (``Settings()`` from the environment when omitted).
         rag: also expose the RAG tools.
+        server_url: a memory service to use; default ``settings.server_url``, else the service that
+            owns the data directory (``hello-memory serve``), else the directory itself.
+        api_key: the memory service's API key.
     """
     anyio = require("anyio", "tools")
     settings = settings or Settings()
@@ -122,12 +148,22 @@ def serve(
         update["embedder"] = embedder
     settings = settings.model_copy(update=update)
     roots = list(allowed_roots) if allowed_roots else [Path.cwd()]
-    registry = build_registry(settings, user_id=user_id, namespace=namespace, allowed_roots=roots, rag=rag)
+    from hello_memory.discovery import service_url
+
+    url = service_url(settings, server_url)
+    memory, pipeline = _remote(url, api_key, user_id, namespace, rag) if url else (None, None)
     try:
-        logger.info("MCP server: home %s, user %s, namespace %s", settings.home, user_id, namespace)
-        anyio.run(run_stdio, build_server(registry))
+        registry = build_registry(settings, user_id=None if memory else user_id, namespace=namespace,
+                                  allowed_roots=roots, rag=rag, memory=memory, pipeline=pipeline)
+        try:
+            logger.info("MCP server: %s, user %s, namespace %s", url or settings.home, user_id, namespace)
+            anyio.run(run_stdio, build_server(registry))
+        finally:
+            registry.close()
     finally:
-        registry.close()
+        for client in (memory, pipeline):
+            if client is not None:
+                client.close()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -140,11 +176,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="folder rag_add_document may read (repeatable; default: current directory)")
     ap.add_argument("--embedder", choices=EMBEDDERS, default=None, help="override HELLO_MEMORY_EMBEDDER")
     ap.add_argument("--no-rag", action="store_true", help="expose only the memory tools")
+    ap.add_argument("--server", default=None, help="memory service URL (default: HELLO_MEMORY_SERVER_URL or "
+                    "the service that owns --home)")
+    ap.add_argument("--api-key", default=None, help="memory service API key (default: HELLO_MEMORY_API_KEY)")
     ap.add_argument("--log-level", default="WARNING", help="log level (logs go to stderr)")
     args = ap.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper())
     serve(args.home, args.user, args.namespace, allowed_roots=args.allow_root, embedder=args.embedder,
-          rag=not args.no_rag)
+          rag=not args.no_rag, server_url=args.server, api_key=args.api_key or os.environ.get("HELLO_MEMORY_API_KEY"))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hello_memory.api import MemoryAPI
 from hello_memory.context import ContextBlock
 from hello_memory.embedders.base import Embedder
 from hello_memory.errors import InvalidInputError
@@ -58,7 +59,9 @@ class MemoryTool(Tool):
             ``"default_user"``.
         memory_types: tiers the tool uses (default working, episodic, semantic; perceptual only
             when listed). When the tool builds its own manager only these tiers are enabled.
-        manager: a shared MemoryManager (not closed by the tool); built from ``settings`` otherwise.
+        manager: a shared memory — a ``MemoryManager`` or a ``RemoteMemory`` of a memory service (any
+            :class:`~hello_memory.api.MemoryAPI`; not closed by the tool); a ``MemoryManager`` is built
+            from ``settings`` otherwise.
         settings / home / embedder / llm: used to build the manager when none is given.
         session_id: session of new memories; default a fresh ``session_YYYYmmdd_HHMMSS_<hex>``.
         name: the tool name shown to the model.
@@ -68,7 +71,7 @@ class MemoryTool(Tool):
         self,
         user_id: str | None = None,
         memory_types: Sequence[str] | None = None,
-        manager: MemoryManager | None = None,
+        manager: MemoryAPI | None = None,
         settings: Settings | None = None,
         session_id: str | None = None,
         *,
@@ -84,7 +87,7 @@ class MemoryTool(Tool):
         self.memory_types: list[str] = [t.value for t in types]
         self.session_id = session_id or new_session_id()
         self._owns_manager = manager is None
-        self.manager = manager or MemoryManager(
+        self.manager: MemoryAPI = manager or MemoryManager(
             settings, home=home, user_id=self.user_id, embedder=embedder, llm=llm,
             enable_working=MemoryType.WORKING in types, enable_episodic=MemoryType.EPISODIC in types,
             enable_semantic=MemoryType.SEMANTIC in types, enable_perceptual=MemoryType.PERCEPTUAL in types,
@@ -201,7 +204,7 @@ class MemoryTool(Tool):
             self.manager.close()
 
 
-def _parse_types(memory_types: Sequence[str] | None, manager: MemoryManager | None) -> list[MemoryType]:
+def _parse_types(memory_types: Sequence[str] | None, manager: MemoryAPI | None) -> list[MemoryType]:
     if memory_types is None:
         default = [MemoryType(t) for t in DEFAULT_TYPES]
         return [t for t in default if t in manager.enabled] if manager is not None else default

@@ -22,6 +22,7 @@ from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient
 from hello_memory.settings import Settings
 from rag import RAGPipeline
+from rag.api import RAGAPI
 from tools import rag_models as r
 from tools.base import Action, Tool
 
@@ -38,7 +39,8 @@ class RAGTool(Tool):
     Args:
         namespace: the knowledge base; every action touches only it. Default: the pipeline's
             namespace, else ``"default"``.
-        pipeline: a shared :class:`rag.RAGPipeline` (not closed by the tool); built otherwise.
+        pipeline: a shared knowledge base — a :class:`rag.RAGPipeline` or a :class:`rag.remote.RemoteRAG`
+            of a memory service (any :class:`rag.api.RAGAPI`; not closed by the tool); built otherwise.
         settings / home / embedder / llm: used to build the pipeline when none is given.
         allowed_roots: folders ``add_document`` may read from (symlinks resolved; relative paths
             are taken from the first root). ``None`` allows any readable path: set it whenever
@@ -49,7 +51,7 @@ class RAGTool(Tool):
     def __init__(
         self,
         namespace: str | None = None,
-        pipeline: RAGPipeline | None = None,
+        pipeline: RAGAPI | None = None,
         settings: Settings | None = None,
         allowed_roots: Sequence[str | Path] | None = None,
         *,
@@ -62,7 +64,7 @@ class RAGTool(Tool):
             raise InvalidInputError(f"namespace {namespace!r} differs from the pipeline's "
                                     f"{pipeline.namespace!r}", field="namespace")
         self._owns_pipeline = pipeline is None
-        self.pipeline = pipeline or RAGPipeline(settings, namespace=namespace or "default", home=home,
+        self.pipeline: RAGAPI = pipeline or RAGPipeline(settings, namespace=namespace or "default", home=home,
                                                 embedder=embedder, llm=llm)
         self.namespace = self.pipeline.namespace
         self.allowed_roots = None if allowed_roots is None else [Path(p).expanduser().resolve()

@@ -1,0 +1,201 @@
+"""Memory endpoints: ``MemoryManager``'s methods, one route each, scoped to the API key's user.
+
+A key acts for its own user; naming another ``user_id`` needs an admin key (403 otherwise), and an
+id of another user's memory is ``not_found`` exactly as in process.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Response
+from pydantic import BaseModel, TypeAdapter
+
+from apps.service.core import ServiceCore
+from apps.service.deps import Who, core_of
+from apps.service.models import (
+    AddMany,
+    AddMemory,
+    BuildContext,
+    Consolidate,
+    Forget,
+    ForUser,
+    SearchMemories,
+    UpdateMemory,
+)
+from hello_memory import __version__
+from hello_memory.context import ContextBlock
+from hello_memory.models import (
+    ConsolidateReport,
+    ForgetReport,
+    HistoryEntry,
+    MemoryItem,
+    MemoryStats,
+    MemoryType,
+    ScoredMemory,
+)
+from hello_memory.wire import Count, Identity, Summary
+
+router = APIRouter(prefix="/v1")
+Core = Annotated[ServiceCore, Depends(core_of)]
+UserParam = Annotated[str | None, Query(description="the user to act for; default the API key's user")]
+_MEDIA_KEYS = ("file_path", "source_path")
+
+
+def json_response(value: Any, adapter: TypeAdapter[Any] | None = None, status: int = 200) -> Response:
+    """``value`` serialised once by pydantic (no second validation pass by FastAPI)."""
+    if adapter is None:
+        assert isinstance(value, BaseModel)
+        content = value.model_dump_json().encode()
+    else:
+        content = adapter.dump_json(value)
+    return Response(content=content, status_code=status, media_type="application/json")
+
+
+_ITEMS = TypeAdapter(list[MemoryItem])
+_HITS = TypeAdapter(list[ScoredMemory])
+_HISTORY = TypeAdapter(list[HistoryEntry])
+_STATS = TypeAdapter(list[MemoryStats])
+_COUNTS = TypeAdapter(dict[str, int])
+
+
+def _check_media(core: ServiceCore, spec: dict[str, Any]) -> None:
+    """A perceptual memory's file is read (hashed) by the service: only under the allowed roots."""
+    if spec.get("memory_type") not in (MemoryType.PERCEPTUAL, MemoryType.PERCEPTUAL.value):
+        return
+    meta = spec.get("metadata") or {}
+    paths = [spec.get("source_path"), *(meta.get(k) for k in _MEDIA_KEYS if isinstance(meta, dict))]
+    for path in paths:
+        if isinstance(path, str) and path:
+            core.resolve_root_path(path, "source_path")
+
+
+def _spec(core: ServiceCore, who: Any, body: AddMemory) -> dict[str, Any]:
+    spec = body.fields()
+    spec["user_id"] = who.user(body.user_id)
+    _check_media(core, spec)
+    return spec
+
+
+@router.get("/me", response_model=Identity, tags=["service"], summary="Who the API key is")
+async def me(core: Core, who: Who) -> Response:
+    identity = Identity(
+        user_id=who.user_id, admin=who.admin,
+        namespaces=None if who.namespaces is None else sorted(who.namespaces),
+        memory_types=list(core.memory.enabled), embedder=core.embedder.name, version=__version__,
+    )
+    return json_response(identity)
+
+
+@router.post("/memories", response_model=MemoryItem, status_code=201, tags=["memories"], summary="add")
+async def add(body: AddMemory, core: Core, who: Who) -> Response:
+    spec = _spec(core, who, body)
+    item = await core.run(core.memory.add, body.content, **spec)
+    return json_response(item, status=201)
+
+
+@router.post("/memories/batch", response_model=list[MemoryItem], status_code=201, tags=["memories"],
+             summary="add_many")
+async def add_many(body: AddMany, core: Core, who: Who) -> Response:
+    specs = [{**_spec(core, who, one), "content": one.content} for one in body.items]
+    items = await core.run(core.memory.add_many, specs)
+    return json_response(items, _ITEMS, 201)
+
+
+@router.get("/memories", response_model=list[MemoryItem], tags=["memories"], summary="get_all")
+async def get_all(
+    core: Core, who: Who, user_id: UserParam = None, memory_type: MemoryType | None = None,
+    limit: int | None = None, include_deleted: bool = False,
+) -> Response:
+    items = await core.run(core.memory.get_all, user_id=who.user(user_id), memory_type=memory_type, limit=limit,
+                           include_deleted=include_deleted)
+    return json_response(items, _ITEMS)
+
+
+@router.post("/memories/search", response_model=list[ScoredMemory], tags=["memories"], summary="search")
+async def search(body: SearchMemories, core: Core, who: Who) -> Response:
+    args = body.model_dump(exclude={"query", "user_id"}, exclude_unset=True)
+    hits = await core.run(core.memory.search, body.query, user_id=who.user(body.user_id), **args)
+    return json_response(hits, _HITS)
+
+
+@router.post("/memories/forget", response_model=ForgetReport, tags=["memories"], summary="forget")
+async def forget(body: Forget, core: Core, who: Who) -> Response:
+    args = body.model_dump(exclude={"user_id"})
+    return json_response(await core.run(core.memory.forget, user_id=who.user(body.user_id), **args))
+
+
+@router.post("/memories/consolidate", response_model=ConsolidateReport, tags=["memories"], summary="consolidate")
+async def consolidate(body: Consolidate, core: Core, who: Who) -> Response:
+    report = await core.run(core.memory.consolidate, body.from_type, body.to_type, body.importance_threshold,
+                            user_id=who.user(body.user_id))
+    return json_response(report)
+
+
+@router.post("/memories/clear", response_model=Count, tags=["memories"], summary="clear_all")
+async def clear_all(body: ForUser, core: Core, who: Who) -> Response:
+    return json_response(Count(count=await core.run(core.memory.clear_all, who.user(body.user_id))))
+
+
+@router.post("/memories/context", response_model=ContextBlock, tags=["memories"], summary="build_context")
+async def build_context(body: BuildContext, core: Core, who: Who) -> Response:
+    args = body.model_dump(exclude={"query", "user_id"})
+    return json_response(await core.run(core.memory.build_context, body.query, user_id=who.user(body.user_id),
+                                        **args))
+
+
+@router.get("/memories/stats", response_model=MemoryStats, tags=["memories"], summary="stats")
+async def stats(core: Core, who: Who, user_id: UserParam = None) -> Response:
+    return json_response(await core.run(core.memory.stats, user_id=who.user(user_id)))
+
+
+@router.get("/memories/summary", response_model=Summary, tags=["memories"], summary="summary")
+async def summary(core: Core, who: Who, limit: int = 10, user_id: UserParam = None) -> Response:
+    text = await core.run(core.memory.summary, limit, user_id=who.user(user_id))
+    return json_response(Summary(summary=text))
+
+
+@router.get("/memories/{memory_id:path}/history", response_model=list[HistoryEntry], tags=["memories"],
+            summary="history")
+async def history(memory_id: str, core: Core, who: Who, user_id: UserParam = None) -> Response:
+    return json_response(await core.run(core.memory.history, memory_id, user_id=who.user(user_id)), _HISTORY)
+
+
+@router.post("/memories/{memory_id:path}/restore", response_model=MemoryItem, tags=["memories"], summary="restore")
+async def restore(memory_id: str, body: ForUser, core: Core, who: Who) -> Response:
+    return json_response(await core.run(core.memory.restore, memory_id, user_id=who.user(body.user_id)))
+
+
+@router.get("/memories/{memory_id:path}", response_model=MemoryItem, tags=["memories"], summary="get")
+async def get(memory_id: str, core: Core, who: Who, user_id: UserParam = None, include_deleted: bool = False
+              ) -> Response:
+    item = await core.run(core.memory.get, memory_id, user_id=who.user(user_id), include_deleted=include_deleted)
+    return json_response(item)
+
+
+@router.patch("/memories/{memory_id:path}", response_model=MemoryItem, tags=["memories"], summary="update")
+async def update(memory_id: str, body: UpdateMemory, core: Core, who: Who) -> Response:
+    item = await core.run(core.memory.update, memory_id, body.content, body.importance, body.metadata,
+                          user_id=who.user(body.user_id))
+    return json_response(item)
+
+
+@router.delete("/memories/{memory_id:path}", status_code=204, tags=["memories"], summary="remove")
+async def remove(memory_id: str, core: Core, who: Who, user_id: UserParam = None) -> Response:
+    await core.run(core.memory.remove, memory_id, user_id=who.user(user_id))
+    return Response(status_code=204)
+
+
+@router.delete("/users/{user_id:path}", response_model=dict[str, int], tags=["users"], summary="forget_user")
+async def forget_user(user_id: str, core: Core, who: Who) -> Response:
+    return json_response(await core.run(core.memory.forget_user, who.user(user_id)), _COUNTS)
+
+
+@router.get("/users", response_model=list[MemoryStats], tags=["users"], summary="stats of every user (admin)")
+async def all_stats(core: Core, who: Who) -> Response:
+    who.require_admin("the stats of every user")
+
+    def collect() -> list[MemoryStats]:
+        return [core.memory.stats(user_id=u) for u in sorted(core.memory.bundle.records.users())]
+
+    return json_response(await core.run(collect), _STATS)

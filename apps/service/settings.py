@@ -1,0 +1,60 @@
+"""Settings of the memory service (env prefix ``HELLO_MEMORY_SERVICE_``), apart from the library's.
+
+The library's :class:`~hello_memory.Settings` still chooses the data directory, stores and
+embedder; this class holds what only a server needs: where to listen, the API keys, limits.
+
+Example:
+    >>> s = ServiceSettings(api_keys={"k-alice": "alice"})
+    >>> s.port, s.max_body_bytes
+    (8765, 16777216)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_PORT = 8765
+
+
+class KeyGrant(BaseModel):
+    """What one API key reaches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(min_length=1, description="the key's user: it reaches only this user's memories")
+    namespaces: list[str] | None = Field(
+        default=None,
+        description="knowledge bases the key reaches; default the user id and docs_<user id> (the app's)",
+    )
+    admin: bool = Field(default=False, description="may act for any user and namespace")
+
+
+class ServiceSettings(BaseSettings):
+    """Configuration of ``hello-memory serve``; every field can be set from the environment.
+
+    API keys come from ``api_keys`` (``HELLO_MEMORY_SERVICE_API_KEYS``, JSON: ``{"<key>": "<user>"}``
+    or ``{"<key>": {"user_id": ..., "namespaces": [...]}}``), ``admin_key`` and ``keys_file`` (see
+    :mod:`apps.service.auth`). With none configured the service listens on loopback only.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HELLO_MEMORY_SERVICE_", extra="ignore", populate_by_name=True)
+
+    host: str = Field(default="127.0.0.1", description="interface to bind; non-loopback needs API keys")
+    port: int = Field(default=DEFAULT_PORT, ge=0, le=65535, description="TCP port (0 = any free port)")
+    api_keys: dict[str, str | KeyGrant] = Field(default_factory=dict, repr=False)
+    admin_key: SecretStr | None = Field(default=None, description="key for cross-user operations")
+    keys_file: Path | None = Field(default=None, description="JSON file of keys (see apps.service.auth)")
+    allowed_roots: list[Path] = Field(
+        default_factory=list, description="folders whose files clients may index by path (none by default)"
+    )
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="JSON request body limit")
+    max_upload_bytes: int = Field(default=200 * 1024 * 1024, ge=1024, description="document upload limit")
+    request_timeout: float = Field(default=60.0, gt=0, description="seconds per memory request")
+    document_timeout: float = Field(default=900.0, gt=0, description="seconds per document ingestion")
+    threads: int = Field(default=16, ge=1, le=256, description="worker threads running store operations")
+    drain_timeout: float = Field(default=60.0, ge=0, description="seconds shutdown waits for running writes")
+    warm_up: bool = Field(default=True, description="load the embedder before accepting requests")
+    write_service_file: bool = Field(default=True, description="advertise the service in <home>/SERVICE")

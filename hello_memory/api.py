@@ -1,0 +1,196 @@
+"""``MemoryAPI``: the contract of :class:`~hello_memory.MemoryManager` and of its remote client.
+
+Code written against this protocol runs unchanged in process (``MemoryManager``) or against a
+memory service (:class:`~hello_memory.remote.RemoteMemory`, ``hello-memory serve``): the same
+method names, arguments, return types (the pydantic models of :mod:`hello_memory.models`) and
+errors (the :class:`~hello_memory.errors.HelloMemoryError` subclasses). Switching is one line.
+
+Example:
+    >>> from hello_memory import MemoryManager
+    >>> from hello_memory.api import MemoryAPI
+    >>> def remember(memory: MemoryAPI, text: str) -> str:
+    ...     return memory.add(text, memory_type="semantic").id
+    >>> issubclass(MemoryManager, MemoryAPI)  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from hello_memory.context import ContextBlock
+from hello_memory.models import (
+    ConsolidateReport,
+    ForgetReport,
+    HistoryEntry,
+    MemoryItem,
+    MemoryStats,
+    MemoryType,
+    ScoredMemory,
+)
+
+Query = str | Sequence[Mapping[str, Any] | tuple[str, str]]
+TimeRange = tuple[datetime | str | None, datetime | str | None]
+
+
+@runtime_checkable
+class MemoryAPI(Protocol):
+    """Multi-tier memory of one or many users (see :class:`~hello_memory.MemoryManager` for details).
+
+    Every call that takes ``user_id=None`` acts for :attr:`user_id`. Errors: ``InvalidInputError``
+    for bad arguments (nothing stored), ``NotFoundError`` for an absent id or another user's,
+    ``StoreError``/``EmbeddingError`` when a backend fails; through a service also
+    ``PermissionDeniedError`` (the API key does not grant the user) and ``ServiceError``.
+    """
+
+    @property
+    def user_id(self) -> str:
+        """The default user of every call."""
+        ...
+
+    @property
+    def enabled(self) -> tuple[MemoryType, ...]:
+        """The memory tiers this memory serves."""
+        ...
+
+    def add(
+        self,
+        content: str,
+        *,
+        memory_type: str | MemoryType = "working",
+        importance: float = 0.5,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> MemoryItem:
+        """Store one memory; ``fields`` are type-specific (``event_type``, ``tags``, ...)."""
+        ...
+
+    def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
+        """Store many memories; all are validated before any is stored."""
+        ...
+
+    def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:
+        """One memory of the user."""
+        ...
+
+    def get_all(
+        self,
+        *,
+        user_id: str | None = None,
+        memory_type: str | MemoryType | None = None,
+        limit: int | None = None,
+        include_deleted: bool = False,
+    ) -> list[MemoryItem]:
+        """The user's memories, newest first."""
+        ...
+
+    def search(
+        self,
+        query: Query,
+        *,
+        user_id: str | None = None,
+        memory_types: Sequence[str | MemoryType] | None = None,
+        limit: int = 10,
+        min_importance: float = 0.0,
+        min_score: float | None = None,
+        time_range: TimeRange | None = None,
+        session_id: str | None = None,
+        reference_time: datetime | str | None = None,
+    ) -> list[ScoredMemory]:
+        """One ranked list across tiers, each hit with its score breakdown."""
+        ...
+
+    def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
+        """Every change of one memory, oldest first."""
+        ...
+
+    def update(
+        self,
+        memory_id: str,
+        content: str | None = None,
+        importance: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+    ) -> MemoryItem:
+        """Change content, importance and/or metadata."""
+        ...
+
+    def remove(self, memory_id: str, *, user_id: str | None = None) -> None:
+        """Delete a memory from every store (not restorable)."""
+        ...
+
+    def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryItem:
+        """Undo a soft delete."""
+        ...
+
+    def forget(
+        self,
+        strategy: str = "importance_based",
+        threshold: float = 0.1,
+        max_age_days: float = 30,
+        *,
+        capacity: int | None = None,
+        memory_types: Sequence[str | MemoryType] | None = None,
+        user_id: str | None = None,
+        purge: bool = False,
+    ) -> ForgetReport:
+        """Forget by policy; restorable unless ``purge``."""
+        ...
+
+    def consolidate(
+        self,
+        from_type: str | MemoryType = "working",
+        to_type: str | MemoryType = "episodic",
+        importance_threshold: float = 0.7,
+        *,
+        user_id: str | None = None,
+    ) -> ConsolidateReport:
+        """Promote important memories to a longer-lived tier."""
+        ...
+
+    def clear_all(self, user_id: str | None = None) -> int:
+        """Delete all of one user's memories; returns how many."""
+        ...
+
+    def forget_user(self, user_id: str) -> dict[str, int]:
+        """Remove everything of ``user_id`` from every store; returns per-store counts."""
+        ...
+
+    def stats(self, *, user_id: str | None = None) -> MemoryStats:
+        """Counts per tier, deleted count, graph size and the backends in use."""
+        ...
+
+    def summary(self, limit: int = 10, *, user_id: str | None = None) -> str:
+        """A readable summary of the user's memories."""
+        ...
+
+    def build_context(
+        self,
+        query: str,
+        *,
+        budget_tokens: int = 800,
+        floor: float | None = None,
+        position: str = "user",
+        user_id: str | None = None,
+        limit: int = 20,
+    ) -> ContextBlock:
+        """Relevant memories rendered as labelled evidence within a token budget."""
+        ...
+
+    def close(self) -> None:
+        """Release the stores or the connection; idempotent."""
+        ...
+
+    def __enter__(self) -> MemoryAPI:
+        """``with`` support: the memory itself."""
+        ...
+
+    def __exit__(self, *exc: object) -> None:
+        """``with`` support: :meth:`close`."""
+        ...

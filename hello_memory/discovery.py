@@ -1,0 +1,147 @@
+"""Finding the memory service that owns a data directory, so that other programs share it.
+
+A running ``hello-memory serve`` writes ``<home>/SERVICE`` (JSON: ``url``, ``pid``, ``started``,
+``home``, ``version``) once it listens and removes it when it stops. :func:`find_service` reads it
+and believes it only if the process is alive and the URL's ``/health`` answers, within a short
+timeout, for this very data directory; a stale file (a killed service) is ignored. The directory
+lock itself (``LOCK``) stays the store's business: this file only says where to go instead.
+
+Example:
+    >>> from hello_memory.discovery import connect_memory
+    >>> mm = connect_memory(Settings(home="./hello_memory_data"), user_id="alice")  # doctest: +SKIP
+    >>> type(mm).__name__   # RemoteMemory while a service owns the directory, else MemoryManager
+    'RemoteMemory'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+
+from hello_memory.api import MemoryAPI
+from hello_memory.models import utcnow
+from hello_memory.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+SERVICE_FILE = "SERVICE"
+PROBE_TIMEOUT = 0.5
+DEFAULT_USER = "default_user"
+
+
+class ServiceRecord(BaseModel):
+    """The content of ``<home>/SERVICE``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    url: str
+    pid: int
+    started: datetime
+    home: str
+    version: str = ""
+
+
+def home_id(home: str | Path) -> str:
+    """A short fingerprint of a data directory (its resolved path), shown by ``/health``."""
+    resolved = str(Path(home).expanduser().resolve())
+    return hashlib.sha256(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def write_service_file(home: str | Path, url: str) -> Path:
+    """Advertise a service listening at ``url`` for ``home`` (atomically replaced)."""
+    from hello_memory import __version__
+
+    path = Path(home).expanduser().resolve() / SERVICE_FILE
+    record = ServiceRecord(
+        url=url, pid=os.getpid(), started=utcnow(), home=home_id(home), version=__version__
+    )
+    tmp = path.with_name(f".{SERVICE_FILE}.{os.getpid()}.tmp")
+    tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def read_service_file(home: str | Path) -> ServiceRecord | None:
+    """The record in ``<home>/SERVICE``; ``None`` when absent or unreadable."""
+    path = Path(home).expanduser() / SERVICE_FILE
+    try:
+        return ServiceRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValueError, ValidationError):
+        return None
+
+
+def remove_service_file(home: str | Path) -> None:
+    """Stop advertising: remove ``<home>/SERVICE`` if this process wrote it."""
+    record = read_service_file(home)
+    if record is not None and record.pid == os.getpid():
+        (Path(home).expanduser() / SERVICE_FILE).unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def probe(url: str, *, timeout: float = PROBE_TIMEOUT) -> dict[str, Any] | None:
+    """``GET <url>/health`` as JSON, or ``None`` when nothing answers within ``timeout``."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # a local probe: no proxy
+    try:
+        with opener.open(f"{url.rstrip('/')}/health", timeout=timeout) as response:
+            body = json.loads(response.read(4096))
+    except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) and body.get("service") == "hello-memory" else None
+
+
+def find_service(home: str | Path, *, timeout: float = PROBE_TIMEOUT) -> str | None:
+    """The URL of the live service that owns ``home``, or ``None`` (no file, stale file, other home)."""
+    record = read_service_file(home)
+    if record is None or not _alive(record.pid) or record.home != home_id(home):
+        return None
+    health = probe(record.url, timeout=timeout)
+    if health is None or health.get("home") != record.home:
+        logger.debug("ignoring %s: no live service for this data directory at %s", SERVICE_FILE, record.url)
+        return None
+    return record.url
+
+
+def service_url(settings: Settings, server_url: str | None = None) -> str | None:
+    """Where to send calls: ``server_url``, else ``settings.server_url``, else a live service of the home."""
+    return server_url or settings.server_url or find_service(settings.home)
+
+
+def connect_memory(
+    settings: Settings,
+    *,
+    user_id: str = DEFAULT_USER,
+    server_url: str | None = None,
+    api_key: str | SecretStr | None = None,
+    **manager_kwargs: Any,
+) -> MemoryAPI:
+    """A :class:`~hello_memory.remote.RemoteMemory` when a service is configured or owns the home,
+    else a :class:`~hello_memory.MemoryManager` on the home (``manager_kwargs`` go to it).
+
+    Through a service with an API key, the default ``user_id`` stands for the key's own user.
+    """
+    url = service_url(settings, server_url)
+    if url is not None:
+        from hello_memory.remote import RemoteMemory
+
+        remote_user = None if (api_key and user_id == DEFAULT_USER) else user_id
+        return RemoteMemory(url, api_key=api_key, user_id=remote_user)
+    from hello_memory.manager import MemoryManager
+
+    return MemoryManager(settings, user_id=user_id, **manager_kwargs)

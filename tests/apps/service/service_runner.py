@@ -1,0 +1,95 @@
+"""Start the real memory service (``python -m apps.service``) in a subprocess on a free loopback port."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from hello_memory.discovery import read_service_file
+
+REPO = Path(__file__).resolve().parents[3]
+KEYS = {"alice": "k-alice-0123456789", "bob": "k-bob-0123456789", "admin": "k-admin-0123456789"}
+
+
+@dataclass
+class RunningService:
+    """A service subprocess and where it listens."""
+
+    url: str
+    home: Path
+    proc: subprocess.Popen
+    log: Path
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        """Signal the service and wait for it to exit; its exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise AssertionError(f"service did not stop after {sig}:\n{self.output()}") from None
+
+    def kill(self) -> None:
+        """SIGKILL, no cleanup of any kind."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=30)
+
+    def output(self) -> str:
+        """What the service printed so far."""
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+
+def service_env(**extra: str) -> dict[str, str]:
+    """The environment of a child process running this worktree's code."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HELLO_MEMORY_", "QDRANT_", "NEO4J_", "LLM_"))}
+    env.pop("DASHSCOPE_API_KEY", None)
+    env.update({"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "GRADIO_ANALYTICS_ENABLED": "False"})
+    env.update(extra)
+    return env
+
+
+def ready(url: str, timeout: float = 1.0) -> bool:
+    """True when ``/ready`` answers 200."""
+    try:
+        with urllib.request.urlopen(f"{url}/ready", timeout=timeout) as response:
+            return response.status == 200 and json.loads(response.read())["status"] == "ready"
+    except OSError:
+        return False
+
+
+def start_service(
+    home: Path,
+    *,
+    embedder: str = "tfidf",
+    args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> RunningService:
+    """Start ``python -m apps.service --home HOME --port 0`` and wait until it is ready."""
+    home.mkdir(parents=True, exist_ok=True)
+    log = home.parent / f"{home.name}-service-{time.monotonic_ns()}.log"
+    cmd = [sys.executable, "-m", "apps.service", "--home", str(home), "--port", "0", "--embedder", embedder, *args]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=service_env(**(env or {})))
+    running = RunningService(url="", home=home, proc=proc, log=log)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"service exited with {proc.returncode}:\n{running.output()}")
+        record = read_service_file(home)
+        if record is not None and record.pid == proc.pid and ready(record.url):
+            running.url = record.url
+            return running
+        time.sleep(0.1)
+    running.kill()
+    raise AssertionError(f"service not ready within {timeout} s:\n{running.output()}")

@@ -1,0 +1,96 @@
+"""One behavioural suite, two implementations: ``MemoryManager`` in process and ``RemoteMemory``
+through a real service (uvicorn on loopback, real HTTP), plus a differential run of both."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from service_runner import start_service
+
+from hello_memory import MemoryManager, Settings
+from hello_memory.api import MemoryAPI
+from hello_memory.remote import RemoteMemory
+from hello_memory.testing.memory_api import PAST, MemoryAPIContract
+from rag import RAGPipeline
+from rag.api import RAGAPI
+from rag.remote import RemoteRAG
+
+
+class TestMemoryManagerContract(MemoryAPIContract):
+    @pytest.fixture
+    def memory(self, tmp_path: Path, fresh_user: str) -> Iterator[MemoryAPI]:
+        with MemoryManager(Settings(home=tmp_path / "data", embedder="tfidf"), user_id=fresh_user,
+                           enable_perceptual=True) as mm:
+            yield mm
+
+
+class TestRemoteMemoryContract(MemoryAPIContract):
+    @pytest.fixture
+    def memory(self, service, fresh_user: str) -> Iterator[MemoryAPI]:
+        with RemoteMemory(service.url, user_id=fresh_user) as mm:
+            yield mm
+
+    def test_default_user_is_the_services(self, service) -> None:
+        with RemoteMemory(service.url) as mm:
+            assert mm.user_id == "default_user"
+
+    def test_a_closed_client_refuses_like_a_closed_manager(self, service) -> None:
+        mm = RemoteMemory(service.url)
+        mm.close()
+        mm.close()
+        with pytest.raises(Exception) as err:
+            mm.stats()
+        assert type(err.value).__name__ == "InvalidInputError" and "closed" in str(err.value)
+
+
+def _params(fn: object) -> list[tuple[str, object, object]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("protocol", "local", "remote"),
+                         [(MemoryAPI, MemoryManager, RemoteMemory), (RAGAPI, RAGPipeline, RemoteRAG)])
+def test_same_methods_arguments_and_defaults(protocol, local, remote):
+    names = [n for n, v in vars(protocol).items() if callable(v) and (not n.startswith("_") or n in (
+        "__enter__", "__exit__"))]
+    assert len(names) >= 10
+    for name in names:
+        want = _params(getattr(protocol, name))
+        for impl in (local, remote):
+            got = _params(getattr(impl, name))
+            assert got[: len(want)] == want, f"{impl.__name__}.{name}"
+            extra = got[len(want):]
+            assert all(kind == inspect.Parameter.KEYWORD_ONLY and default is not inspect.Parameter.empty
+                       for _, kind, default in extra), f"{impl.__name__}.{name} has extra required arguments"
+
+
+def _script(mm: MemoryAPI) -> list[object]:
+    """The same calls on either implementation; what they return, ids and times left out."""
+    texts = [("我叫张三，是一名 Python 开发者", "semantic", 0.9), ("张三住在杭州，喜欢喝龙井茶", "semantic", 0.7),
+             ("Zhang San finished the RAG chapter", "episodic", 0.8), ("Went hiking with Li Si", "episodic", 0.4),
+             ("asking how to add long-term memory", "working", 0.75)]
+    mm.add_many([{"content": c, "memory_type": t, "importance": i, "created_at": PAST} for c, t, i in texts])
+    out: list[object] = []
+    for query in ("张三是做什么的？", "what did Zhang San study?", "hiking", "memory"):
+        hits = [(-round(h.score, 9), h.item.content, sorted(h.breakdown.items())) for h in mm.search(query)]
+        out.append(sorted(hits))  # equal scores of equally old memories are ordered by their random ids
+    out.append(mm.consolidate("working", "episodic", 0.7).count)
+    out.append(mm.build_context("张三的学习进度", budget_tokens=120).text)
+    st = mm.stats()
+    out.append((st.total, st.by_type, st.entities, st.relations, st.avg_importance, st.embedder))
+    return out
+
+
+def test_both_implementations_give_the_same_results(tmp_path, fresh_user):
+    # A fresh data directory on both sides: BM25 statistics span every user of a directory.
+    with MemoryManager(Settings(home=tmp_path / "local", embedder="tfidf"), user_id=fresh_user,
+                       enable_perceptual=True) as local:
+        expected = _script(local)
+    running = start_service(tmp_path / "remote")
+    try:
+        with RemoteMemory(running.url, user_id=fresh_user) as remote:
+            assert _script(remote) == expected
+    finally:
+        assert running.stop() == 0, running.output()
