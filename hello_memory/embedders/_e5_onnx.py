@@ -79,7 +79,7 @@ def build_model(
     split = g.const("split3", np.array([hidden] * 3, dtype=np.int64))
     for i in range(n_layers):
         t = {k: q8_blocks(tensors[f"l{i}.{k}.w"], len(tensors[f"l{i}.{k}.b"])) for k in LAYER_WEIGHTS}
-        qkv = tuple(np.concatenate([t[k][j] for k in "qkv"]) for j in range(2))
+        qkv = (np.concatenate([t[k][0] for k in "qkv"]), np.concatenate([t[k][1] for k in "qkv"]))
         q, k, v = g.op("Split", [g.matmul(x, f"l{i}.qkv", qkv), split], n_out=3, axis=-1)
         bias = np.concatenate([tensors[f"l{i}.{k}.b"] for k in "qkv"])
         ctx = g.op("MultiHeadAttention", [q, k, v, g.const(f"l{i}.qkv.b", bias), "mask"], num_heads=n_heads)

@@ -207,3 +207,25 @@ def test_a_pass_run_alone_gets_two_threads_and_the_same_vectors():
     one_thread = np.stack([two._forward_onnx([s], np.array([len(s)]), alone=False)[0] for s in seqs])
     one_thread /= np.linalg.norm(one_thread, axis=1, keepdims=True)
     assert np.allclose(alone, one_thread, atol=2e-6)
+
+
+def test_a_forward_pass_holds_at_most_one_full_window(monkeypatch):
+    """Attention memory is quadratic in the window: full 512-token windows run one per pass.
+
+    With passes of 8,192 tokens (16 full windows, two passes at once) one 200,000-character text
+    peaked at 1.45 GB of RSS (the subprocess figures are in tests/rag/test_pathological.py).
+    """
+    model = LocalE5(backend="onnx")
+    passes: list[list[int]] = []
+    forward = model._forward
+
+    def recording(windows, alone=False):
+        passes.append([len(w) + 2 for w in windows])
+        return forward(windows, alone)
+
+    monkeypatch.setattr(model, "_forward", recording)
+    model.passage([LONG_EN * 3, "short text", "another short one"])
+    assert max(len(p) for p in passes) >= 2  # short windows still share a pass
+    assert sum(1 for p in passes for n in p if n > 400) >= 6
+    assert all(sum(n * n for n in p) <= _e5_local.SQUARE_TOKENS for p in passes)
+    assert all(len([n for n in p if n > 400]) <= 1 for p in passes)
