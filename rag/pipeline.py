@@ -49,9 +49,17 @@ def _text_path(path: str | Path) -> str:
     return os.fsencode(path).decode("utf-8", "replace")
 
 
-def chunk_id(namespace: str, document_id: str, index: int) -> str:
-    """Idempotent chunk id per (namespace, document, chunk index)."""
-    return str(uuid.uuid5(_ID_NAMESPACE, f"{namespace}\x1f{document_id}\x1f{index}"))
+def chunk_id(namespace: str, document_id: str, index: int, *, content: str = "") -> str:
+    """Idempotent chunk id per (namespace, document, chunk index, chunk content).
+
+    Indexing passes the chunk's heading path and text as ``content``: re-adding the same document
+    gives the same ids, and a changed chunk a new id, so a new version's passages can be written
+    beside the old version's before the rows are swapped (see :mod:`rag.indexer`).
+    """
+    key = f"{namespace}\x1f{document_id}\x1f{index}"
+    if content:
+        key += "\x1f" + hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    return str(uuid.uuid5(_ID_NAMESPACE, key))
 
 
 class RAGPipeline:
@@ -139,8 +147,13 @@ class RAGPipeline:
         chunk_tokens: int | None = None,
         overlap_tokens: int | None = None,
         metadata: dict[str, Any] | None = None,
+        progress: indexer.Progress | None = None,
     ) -> IngestReport:
-        """Convert a file with MarkItDown and index it; re-adding replaces the old chunks."""
+        """Convert a file with MarkItDown and index it; re-adding replaces the old chunks.
+
+        ``progress(done, total)`` is called after every embedding batch (passages embedded so far).
+        A failed re-add keeps the earlier version as it was (``StoreError``).
+        """
         from rag.convert import convert
 
         doc = convert(path)
@@ -156,6 +169,7 @@ class RAGPipeline:
             chunk_tokens=chunk_tokens,
             overlap_tokens=overlap_tokens,
             metadata=check_metadata(metadata),
+            progress=progress,
         )
 
     def add_text(
@@ -167,8 +181,12 @@ class RAGPipeline:
         chunk_tokens: int | None = None,
         overlap_tokens: int | None = None,
         metadata: dict[str, Any] | None = None,
+        progress: indexer.Progress | None = None,
     ) -> IngestReport:
-        """Index Markdown/plain text; without ``document_id`` the id is derived from the text."""
+        """Index Markdown/plain text; without ``document_id`` the id is derived from the text.
+
+        ``progress`` and failures as in :meth:`add_document`.
+        """
         text = check_text(text, "text", max_chars=MAX_TEXT_CHARS)
         if source is not None:
             source = check_text(source, "source", max_chars=4096)
@@ -187,6 +205,7 @@ class RAGPipeline:
             chunk_tokens=chunk_tokens,
             overlap_tokens=overlap_tokens,
             metadata=check_metadata(metadata),
+            progress=progress,
         )
 
     # -- manage -----------------------------------------------------------------------------
