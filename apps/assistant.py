@@ -221,8 +221,8 @@ class LearningAssistant(MemoryOps):
             notes.append("还没有加载文档：请在“开始”页上传 / No documents yet: upload some on the Start tab")
         event = record_qa(self.memory, answer, session_id=self.session_id)
         return AskReply(question=question, answer=answer.answer, route="rag", citations=answer.citations,
-                        mode=answer.mode, grounded=answer.grounded, advanced=expand, notes=notes,
-                        memory_ids=[event.id])
+                        extracts=answer.extracts, mode=answer.mode, grounded=answer.grounded, advanced=expand,
+                        notes=notes, memory_ids=[event.id])
 
     def _recall_reply(self, question: str) -> AskReply:
         hits = self.recall(strip_force_prefix(question))

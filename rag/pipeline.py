@@ -23,7 +23,7 @@ from hello_memory.relevance import dense_floor, fuse
 from hello_memory.runtime import StoreBundle, acquire, release
 from hello_memory.settings import Settings
 from hello_memory.stores.base import VectorStore
-from hello_memory.text import lexical_tokens
+from hello_memory.text import lexical_tokens, normalize_text
 from hello_memory.validation import (
     check_budget,
     check_id,
@@ -291,6 +291,7 @@ class RAGPipeline:
     def _scored(self, texts: list[str], limit: int) -> dict[str, tuple[float, float, dict[str, float]]]:
         """chunk id → (best sim, merged score, breakdown) over the queries."""
         _, per = expansion.pool_sizes(limit, self.settings.candidate_pool_multiplier, len(texts))
+        texts = [normalize_text(t) for t in texts]  # as converted documents are (Kangxi radicals, ...)
         vectors = self.embedder.embed(texts, kind="query")
         floor = dense_floor(self.embedder.name)
         per_query = []
@@ -346,7 +347,7 @@ class RAGPipeline:
             question, limit=limit, min_score=min_score, enable_mqe=enable_mqe, enable_hyde=enable_hyde
         )
         citations = answering.fit_budget(result.hits, budget_tokens)
-        text, mode, notes = answering.answer(self.llm, result.query, citations)
+        text, mode, notes, extracts = answering.answer(self.llm, normalize_text(result.query), citations)
         return Answer(
             question=result.query,
             answer=text,
@@ -355,4 +356,5 @@ class RAGPipeline:
             grounded=bool(citations),
             expansions=result.expansions,
             notes=result.notes + notes,
+            extracts=extracts,
         )

@@ -122,8 +122,12 @@ class MemoryTool(Tool):
         return m.MemorySearchResult(query=a.query, hits=[m.MemoryHit.of_hit(h) for h in hits])
 
     def _summary(self, a: m.SummaryArgs) -> m.MemorySummary:
-        text = self.manager.summary(a.limit, user_id=self.user_id)
-        return m.MemorySummary(summary=text, stats=self.manager.stats(user_id=self.user_id))
+        top: list[m.MemoryView] = []
+        for t in self.memory_types:
+            items = self.manager.get_all(user_id=self.user_id, memory_type=t)
+            items.sort(key=lambda it: (-it.importance, -it.created_at.timestamp()))
+            top += [m.MemoryView.of(it) for it in items[: a.limit]]
+        return m.MemorySummary(stats=self.manager.stats(user_id=self.user_id), memories=top)
 
     def _stats(self, _: m.StatsArgs) -> m.MemoryStatsResult:
         return m.MemoryStatsResult(stats=self.manager.stats(user_id=self.user_id), session_id=self.session_id)

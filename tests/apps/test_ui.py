@@ -145,3 +145,15 @@ def test_without_gradio_the_launcher_names_the_extra(monkeypatch, tmp_path, caps
 
     assert main(["--home", str(tmp_path / "data"), "--port", "1"]) == 2
     assert "pip install 'hello-memory[demo]'" in capsys.readouterr().err
+
+
+def test_an_extractive_answer_shows_its_sentences_as_written():
+    """The model gets the sentences JSON-quoted; the page shows them as written, HTML-escaped."""
+    from rag.models import Extract
+
+    reply = AskReply(question="q", answer='(Extractive answer …)\n"Use \\"a <b>\\" tag:\\n- one" [1]', route="rag",
+                     citations=[_citation("原文")], mode="extractive", grounded=True,
+                     extracts=[Extract(n=1, text='Use "a <b>" tag:\n- one')])
+    md = reply_markdown(reply)
+    assert md.startswith("(Extractive answer …)  \nUse &quot;a &lt;b&gt;&quot; tag:  \n- one [1]")
+    assert "\\u003c" not in md and '\\"' not in md
