@@ -11,7 +11,8 @@ from typing import Annotated
 
 import typer
 
-from hello_memory.cli import Home, User, app
+from hello_memory.cli import Home, User, _fail, app
+from hello_memory.errors import HelloMemoryError
 
 
 @app.command()
@@ -24,7 +25,10 @@ def mcp(
     """Serve the memory and RAG tools over MCP (stdio)."""
     from tools.mcp_server import serve
 
-    serve(home, user, namespace, allowed_roots=allow_root)
+    try:
+        serve(home, user, namespace, allowed_roots=allow_root)
+    except HelloMemoryError as e:  # e.g. the tools extra missing: one line with the pip command
+        _fail(e)
 
 
 @app.command("app")
@@ -36,7 +40,10 @@ def app_cmd(
     """Serve the document Q&A learning assistant (Gradio) on the embedded defaults."""
     from apps.app import serve
 
-    serve(home, host, port)
+    try:
+        serve(home, host, port)
+    except HelloMemoryError as e:  # a busy port, a locked data directory: one line with the fix
+        _fail(e)
 
 
 def main() -> None:

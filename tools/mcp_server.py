@@ -114,6 +114,7 @@ def serve(
         rag: also expose the RAG tools.
     """
     anyio = require("anyio", "tools")
+    require("mcp.server.lowlevel", "tools", "mcp")  # before the stores are opened
     settings = settings or Settings()
     update: dict[str, Any] = {}
     if home is not None:
