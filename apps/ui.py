@@ -20,7 +20,7 @@ from apps.handlers import Handlers
 from apps.sessions import AssistantFactory, Session, close_session
 
 TITLE = "智能文档问答助手 / Document Q&A Learning Assistant"
-DEFAULT_USER = "learner"
+DEFAULT_USER = "default_user"  # every entry point's default user (MemoryManager, CLI, MCP, tools)
 TIER_CHOICES = [("全部 / all", "all"), ("工作记忆 / working", "working"), ("情景记忆 / episodic", "episodic"),
                 ("语义记忆 / semantic", "semantic")]
 FORGET_CHOICES = [("按重要性 / importance_based", "importance_based"), ("按时间 / time_based", "time_based"),

@@ -149,7 +149,7 @@ def test_learning_session_in_a_real_browser(app_url: str, documents: list[Path])
             page = browser.new_page(viewport={"width": 1280, "height": 900}, locale="zh-CN")
             page.goto(app_url)
             expect(page.get_by_text("智能文档问答助手").first).to_be_visible(timeout=30 * MS)
-            expect(page.locator("#hm-status")).to_contain_text("learner", timeout=30 * MS)  # page-load event
+            expect(page.locator("#hm-status")).to_contain_text("default_user", timeout=30 * MS)  # page-load event
 
             # 开始 / Start: a user of our own, two documents, one file that is not a document.
             _field(page, "hm-user").fill("e2e_学习者")
