@@ -70,8 +70,8 @@ def check_port(host: str, port: int) -> None:
             s.bind(address)
         except OSError as e:
             raise PortInUseError(
-                f"port {port} on {host} is in use ({e.strerror or e}): stop what is listening there "
-                f"(another hello-memory app?) or choose another with --port {port + 1}"
+                f"cannot listen on {host}:{port} ({e.strerror or e}): stop what is listening there "
+                f"(another hello-memory app?) or choose another port with --port {port + 1}"
             ) from e
 
 

@@ -31,7 +31,7 @@ def test_a_busy_port_is_one_line_with_the_fix(tmp_path):
         out = _cli(tmp_path, "app", "--port", str(port))
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(lines) == 1, out.stderr[-3000:]
-    assert f"port {port}" in lines[0] and "--port" in lines[0] and "Traceback" not in out.stderr
+    assert f":{port} (" in lines[0] and "--port" in lines[0] and "Traceback" not in out.stderr
     assert not (tmp_path / "data").exists()  # refused before anything was opened
 
 
