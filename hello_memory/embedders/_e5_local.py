@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from hello_memory.embedders._e5_cache import DEFAULT as DEFAULT_CACHE
 from hello_memory.embedders._e5_tokenizer import E5Tokenizer
 
 QK = 32
@@ -235,6 +236,8 @@ class LocalE5:
         variant: which bundled model when ``model_path`` is ``None``: ``"original"`` or ``"enpt"``.
         threads: worker threads for batches; ``None`` = the CPUs this process may use.
         backend: ``"onnx"`` or ``"numpy"``.
+        cache_dir: where the built ONNX model is cached (``_e5_cache``); default the user's cache
+            directory, ``None`` no cache.
     """
 
     def __init__(
@@ -244,6 +247,7 @@ class LocalE5:
         *,
         threads: int | None = None,
         backend: str = "onnx",
+        cache_dir: Any = DEFAULT_CACHE,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r} (expected one of {BACKENDS})")
@@ -275,9 +279,10 @@ class LocalE5:
         self._onnx: Any = None
         usable = max(1, threads or _usable_cpus())
         if backend == "onnx":
-            from hello_memory.embedders._e5_onnx import OnnxEncoder, build_model
+            from hello_memory.embedders._e5_onnx import OnnxEncoder, cached_model
 
-            model = build_model(t, n_layers=n_layers, hidden=h, n_heads=n_heads, eps=eps)
+            model = cached_model(model_path, t, n_layers=n_layers, hidden=h, n_heads=n_heads, eps=eps,
+                                 directory=cache_dir)
             self._onnx = OnnxEncoder(model, alone_threads=min(ALONE_THREADS, usable))
             self._blas = None
         else:
