@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -42,6 +43,14 @@ def file_identity(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What identifies a file's version cheaply: its real path, size and modification time."""
     st = os.stat(path)
     return {"path": os.path.realpath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def source_digest(obj: Any) -> str:
+    """SHA-256 of the source file defining ``obj`` (a change to the code is a new cache entry)."""
+    try:
+        return hashlib.sha256(Path(inspect.getfile(obj)).read_bytes()).hexdigest()
+    except (OSError, TypeError):  # no source file (a frozen install): the other inputs key the entry
+        return "no-source"
 
 
 def _key(name: str, inputs: Mapping[str, Any]) -> str:

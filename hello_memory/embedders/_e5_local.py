@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from hello_memory.embedders import _e5_cache
 from hello_memory.embedders._e5_cache import DEFAULT as DEFAULT_CACHE
 from hello_memory.embedders._e5_tokenizer import E5Tokenizer
 
@@ -93,24 +94,35 @@ class _Reader:
         return arr
 
 
-def _read_tokenizer(r: _Reader) -> tuple[E5Tokenizer, int, int]:
-    """Vocabulary, scores and normalisation map, as ``e5_parse`` reads them; also ``<s>``, ``</s>`` ids."""
+def _read_tokenizer(r: _Reader, cache: Any, identity: dict[str, Any]) -> tuple[E5Tokenizer, int, int]:
+    """Vocabulary, scores and normalisation map, as ``e5_parse`` reads them; also ``<s>``, ``</s>`` ids.
+
+    The vocabulary's lookup tables (0.8 s to derive from the 250k pieces) come from the on-disk
+    cache when it holds them for this model file (``_e5_cache``), otherwise they are derived.
+    """
     n_pieces, bos, eos, _pad, unk = r.take("5i")
     (bloblen,) = r.take("Q")
-    offs = r.array("<u4", n_pieces + 1).tolist()
+    offs = r.array("<u4", n_pieces + 1)
     scores = r.array("<f4", n_pieces)
-    blob = bytes(r.buf[r.pos : r.pos + bloblen])
+    start = r.pos
     r.pos += bloblen
-    # Invalid UTF-8 bytes become lone surrogates, which UTF-8 text (all the C engine can take)
-    # never contains: such a piece never matches, as in the C byte comparison.
-    pieces = [blob[a:b].decode("utf-8", "surrogateescape") for a, b in itertools.pairwise(offs)]
     n_norm, nm_bytes = r.take("iI")
     end, norm = r.pos + nm_bytes, {}
     for _ in range(n_norm):
         cp, n_out = r.take("IB")
         norm[cp] = "".join(map(chr, r.take(f"{n_out}I")))
     r.pos = end
-    return E5Tokenizer(pieces, scores, unk, norm), bos, eos
+
+    def derive() -> bytes:
+        blob = bytes(r.buf[start : start + bloblen])
+        # Invalid UTF-8 bytes become lone surrogates, which UTF-8 text (all the C engine can take)
+        # never contains: such a piece never matches, as in the C byte comparison.
+        pieces = [blob[a:b].decode("utf-8", "surrogateescape") for a, b in itertools.pairwise(offs.tolist())]
+        return E5Tokenizer(pieces, scores, unk, norm).tables()
+
+    inputs = {"weights": identity, "tokenizer": _e5_cache.source_digest(E5Tokenizer)}
+    tables = _e5_cache.cached("e5-vocab", inputs, derive, directory=cache)
+    return E5Tokenizer.from_tables(tables, scores, unk, norm), bos, eos
 
 
 def _read_tensors(r: _Reader) -> dict[str, np.ndarray]:
@@ -267,7 +279,8 @@ class LocalE5:
         (eps,) = r.take("f")
         if r.take("i")[0] != QK:
             raise ValueError(f"{model_path}: unsupported quantisation block size")
-        self.tokenizer, self._bos, self._eos = _read_tokenizer(r)
+        identity = _e5_cache.file_identity(model_path)
+        self.tokenizer, self._bos, self._eos = _read_tokenizer(r, cache_dir, identity)
         t = _read_tensors(r)
         self.dim = h
         self._n_heads, self._eps, self._max_pos = n_heads, eps, max_pos

@@ -16,9 +16,7 @@ float32 forward ≥ 0.9998 (the C engine's are as close).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -108,29 +106,18 @@ def build_model(
     return model.SerializeToString()
 
 
-GRAPH_SOURCE = Path(__file__)
-
-
 def cached_model(
     weights: str, tensors: Mapping[str, np.ndarray], *, n_layers: int, hidden: int, n_heads: int, eps: float,
     directory: Any = _e5_cache.DEFAULT,
 ) -> bytes:
     """:func:`build_model`'s bytes for the weights file ``weights``, from the on-disk cache when there."""
-    inputs = {"weights": _e5_cache.file_identity(weights), "builder": _source_digest(),
+    inputs = {"weights": _e5_cache.file_identity(weights), "builder": _e5_cache.source_digest(build_model),
               "shape": [n_layers, hidden, n_heads, eps]}
     return _e5_cache.cached(
         "e5-onnx", inputs,
         lambda: build_model(tensors, n_layers=n_layers, hidden=hidden, n_heads=n_heads, eps=eps),
         directory=directory,
     )
-
-
-def _source_digest() -> str:
-    """The builder's source: a change to the graph is a new cache entry."""
-    try:
-        return hashlib.sha256(GRAPH_SOURCE.read_bytes()).hexdigest()
-    except OSError:  # no source file (a frozen install): the weights alone key the entry
-        return "no-source"
 
 
 def _add_norm(

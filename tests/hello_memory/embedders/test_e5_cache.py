@@ -82,3 +82,21 @@ def test_a_missing_or_wrong_digest_is_a_miss(tmp_path, bad):
     (digest,) = tmp_path.glob("t-*.bin.sha256")
     digest.write_text(bad)
     assert _e5_cache.cached("t", {}, lambda: b"rebuilt", directory=tmp_path) == b"rebuilt"
+
+
+def test_the_vocabulary_tables_come_from_the_cache_and_give_the_same_ids(tmp_path, monkeypatch):
+    from hello_memory.embedders._e5_tokenizer import E5Tokenizer
+
+    built: list[int] = []
+    real = E5Tokenizer.__init__
+
+    def counting(self, *a, **k):
+        built.append(1)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(E5Tokenizer, "__init__", counting)
+    cold, warm = LocalE5(cache_dir=tmp_path), LocalE5(cache_dir=tmp_path)
+    assert built == [1] and len(list(tmp_path.glob("e5-vocab-*.bin"))) == 1
+    texts = ["Transformer 模型使用自注意力机制", "  spaces   and ▁ marks ", "ＡＢＣ ①② ﬁ", "a" * 300]
+    assert [warm.tokenizer.content_ids(t) for t in texts] == [cold.tokenizer.content_ids(t) for t in texts]
+    assert [warm.tokenizer.content_ids(t) for t in texts] == [warm.tokenizer.reference_ids(t) for t in texts]
