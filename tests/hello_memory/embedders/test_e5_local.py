@@ -187,17 +187,20 @@ def test_backends_agree(ours):
 
 def test_a_pass_run_alone_gets_two_threads_and_the_same_vectors():
     two = LocalE5(backend="onnx", threads=2)
-    assert two._onnx._alone is not None  # a query runs on the two-thread session
-    assert LocalE5(backend="onnx", threads=1)._onnx._alone is None  # one thread asked for, one used
+    assert two._onnx._threads == {False: 1, True: 2}  # a query runs on the two-thread session
+    assert LocalE5(backend="onnx", threads=1)._onnx._threads[True] == 1  # one thread asked for, one used
+    assert two._onnx._sessions == {}  # created on first use: a CLI call that embeds one text makes one
+    two.query("warm up")
+    assert set(two._onnx._sessions) == {2}
     texts = ["how long is my daily commute?", "我三天前买了什么？"]
-    session, calls = two._onnx._alone, []
+    session, calls = two._onnx._sessions[2], []
 
     class Spy:
         def run(self, *args):
             calls.append(args)
             return session.run(*args)
 
-    two._onnx._alone = Spy()
+    two._onnx._sessions[2] = Spy()
     alone = np.stack([two.query(t) for t in texts])
     assert len(calls) == 2
     two.passage(texts * 100)  # a batch runs in parallel passes on the one-thread session
