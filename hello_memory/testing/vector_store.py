@@ -15,11 +15,8 @@ fresh, empty store; persistent backends also set ``persistent = True`` and overr
 from __future__ import annotations
 
 import math
-import os
-import urllib.error
-import urllib.request
 import uuid
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,36 +29,15 @@ from hello_memory.errors import (
     NotFoundError,
 )
 from hello_memory.stores.base import Filter, Range, VectorPoint, VectorStore
+from hello_memory.testing.services import REQUIRE_SERVICES, http_unreachable, service_unavailable
+
+__all__ = [
+    "COLL", "DIM", "REQUIRE_SERVICES", "VectorStoreContract", "http_unreachable", "make_point", "random_points",
+    "service_unavailable", "unit",
+]
 
 DIM = 8
 COLL = "contract"
-REQUIRE_SERVICES = "HELLO_MEMORY_REQUIRE_SERVICES"
-
-
-def service_unavailable(reason: str) -> NoReturn:
-    """Skip a test whose service is missing (a server, Docker, a browser); under
-    ``HELLO_MEMORY_REQUIRE_SERVICES=1`` (CI with services) fail instead. Every such skip goes here.
-
-    Only a missing service may skip: an error from the code under test (a ``StoreError`` from an
-    adapter talking to a reachable server) must fail, so probe with :func:`http_unreachable`, not
-    through the adapter.
-    """
-    if os.environ.get(REQUIRE_SERVICES) == "1":
-        pytest.fail(f"{reason} ({REQUIRE_SERVICES}=1, so this is a failure)", pytrace=False)
-    pytest.skip(reason)
-
-
-def http_unreachable(url: str, timeout: float = 2.0) -> str | None:
-    """Why nothing answers HTTP at ``url`` (``None`` when something does, whatever the status)."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout):
-            return None
-    except urllib.error.HTTPError:  # an HTTP answer: the server is there
-        return None
-    except (OSError, ValueError) as e:  # refused, timed out, DNS, not a URL
-        return f"{type(e).__name__}: {e}"
-
-
 def unit(vector: npt.ArrayLike) -> npt.NDArray[np.float32]:
     """L2-normalised float32 copy of ``vector``."""
     arr = np.asarray(vector, dtype=np.float64)

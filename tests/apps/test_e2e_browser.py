@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from hello_memory.testing.vector_store import service_unavailable
+from hello_memory.testing.services import service_unavailable
 
 pytestmark = pytest.mark.e2e
 

@@ -23,7 +23,7 @@ import pytest
 
 from hello_memory.stores.neo4j import Neo4jGraphStore
 from hello_memory.stores.qdrant import QdrantVectorStore
-from hello_memory.testing.vector_store import service_unavailable
+from hello_memory.testing.services import service_unavailable
 
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "docker" / "compose.yaml"
 QDRANT_IMAGE, NEO4J_IMAGE = "qdrant/qdrant", "neo4j"

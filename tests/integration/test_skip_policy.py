@@ -1,6 +1,6 @@
 """Server tests skip only when the server is missing, and never under HELLO_MEMORY_REQUIRE_SERVICES=1.
 
-Every server skip goes through :func:`hello_memory.testing.vector_store.service_unavailable`.
+Every server skip goes through :func:`hello_memory.testing.services.service_unavailable`.
 Before, the Qdrant-server contract probed at import time through the adapter and called a plain
 ``pytest.skip``: it skipped under ``HELLO_MEMORY_REQUIRE_SERVICES=1``, and a broken adapter's
 ``StoreError`` on a reachable server became a skip too.

@@ -28,13 +28,8 @@ from hello_memory.stores.memory import InMemoryVectorStore
 from hello_memory.stores.qdrant import QdrantVectorStore, to_qdrant_filter
 from hello_memory.stores.qdrant_edge import META_FILE, SHARD_DIR, QdrantEdgeVectorStore
 from hello_memory.stores.vectors import FLOAT_INDEX_KEYS, KEYWORD_INDEX_KEYS, open_vector_store
-from hello_memory.testing.vector_store import (
-    DIM,
-    VectorStoreContract,
-    http_unreachable,
-    make_point,
-    service_unavailable,
-)
+from hello_memory.testing.services import http_unreachable, service_unavailable
+from hello_memory.testing.vector_store import DIM, VectorStoreContract, make_point
 
 # -- the contract on every backend -------------------------------------------------------------
 
