@@ -31,11 +31,14 @@ def build_registry(
     settings: Settings, *, user_id: str = "default_user", namespace: str = "default",
     allowed_roots: Sequence[str | Path] | None = None, rag: bool = True,
 ) -> ToolRegistry:
-    """A registry (actions expanded) with a MemoryTool for ``user_id`` and a RAGTool for ``namespace``."""
+    """A registry (actions expanded) with a MemoryTool for ``user_id`` and a RAGTool for ``namespace``.
+
+    Both read files only inside ``allowed_roots`` (default: the working directory).
+    """
     from tools.memory_tool import MemoryTool
 
     registry = ToolRegistry(expand_actions=True)
-    registry.register(MemoryTool(user_id=user_id, settings=settings))
+    registry.register(MemoryTool(user_id=user_id, settings=settings, allowed_roots=allowed_roots))
     if rag:
         from tools.rag_tool import RAGTool
 

@@ -115,3 +115,13 @@ def test_string_booleans_are_refused_and_nothing_happens(registry, memory_tool, 
     r = call(registry, tool, args)
     assert not r.ok and r.error_type == "invalid_arguments", r.text()
     assert memory_tool.manager.get(kept.data.memory.id).content == "keep me"
+
+
+def test_the_mcp_registry_gives_both_tools_the_same_folders(work, settings):
+    from tools import mcp_server
+
+    registry = mcp_server.build_registry(settings.model_copy(update={"embedder": "tfidf"}), allowed_roots=["docs"])
+    try:
+        assert registry.get("memory").files.roots == registry.get("rag").files.roots == [work / "docs"]
+    finally:
+        registry.close()
