@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from apps.sessions import AssistantFactory
-from hello_memory import HelloMemoryError, Settings
+from hello_memory import HelloMemoryError, InvalidInputError, Settings
 from hello_memory.embedders.base import Embedder
 from hello_memory.llm.base import LLMClient
 
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
     import gradio as gr
 
 logger = logging.getLogger(__name__)
+
+
+class PortInUseError(HelloMemoryError, OSError):
+    """The app's port cannot be bound (in use); the message names the ``--port`` to try."""
+
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
@@ -59,6 +65,24 @@ def create_app(
     return build_app(factory), factory
 
 
+def check_port(host: str, port: int) -> None:
+    """Raise :class:`PortInUseError` (one line with the fix) when ``host:port`` cannot be bound."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as e:
+        raise InvalidInputError(f"cannot serve on {host!r}: {e}; use --host 127.0.0.1", field="host") from e
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Gradio's server binds
+        try:
+            s.bind(address)
+        except OSError as e:
+            raise PortInUseError(
+                f"cannot listen on {host}:{port} ({e.strerror or e}): stop what is listening there "
+                f"(another hello-memory app?) or choose another port with --port {port + 1}"
+            ) from e
+
+
 def serve(
     home: str | Path | None = None,
     host: str = DEFAULT_HOST,
@@ -82,12 +106,17 @@ def serve(
     """
     from apps.ui import launch_kwargs
 
+    check_port(host, port)  # before the stores, the embedder and Gradio load
     demo, factory = create_app(settings, home=home, server_url=server_url, api_key=api_key)
     logger.info("memory: %s", factory.server_url or Path(factory.settings.home).resolve())
     try:
         demo.queue().launch(server_name=host, server_port=port, inbrowser=open_browser, share=False,
                             show_error=False, max_file_size=MAX_FILE_SIZE, footer_links=["settings"],
                             **launch_kwargs())
+    except OSError as e:  # taken between the check and the launch: Gradio's "Cannot find empty port"
+        if isinstance(e, HelloMemoryError) or "port" not in str(e).lower():
+            raise
+        raise PortInUseError(f"port {port} on {host} is in use: choose another with --port {port + 1}") from e
     finally:
         factory.close_all()
 

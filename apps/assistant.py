@@ -153,15 +153,24 @@ class LearningAssistant(MemoryOps):
 
         A file that cannot be converted is reported in ``failed`` (nothing of it is stored) and the
         others are still loaded. Re-loading a file of the same name replaces the earlier version.
+        ``progress(fraction, text)`` is told each file's conversion, then each embedding batch of its
+        passages, so a single large file does not sit at 0 % for its whole indexing.
         """
         report = LoadReport()
         note: Callable[[float, str], object] = progress or (lambda f, d: None)
+        n = max(len(paths), 1)
         with self.lock:
             for i, raw in enumerate(paths):
                 path = Path(raw)
-                note(i / max(len(paths), 1), f"正在索引 / Indexing {path.name} ({i + 1}/{len(paths)})")
+                label = f"{path.name} ({i + 1}/{len(paths)})"
+                note(i / n, f"正在转换 / Converting {label}")
+
+                def passages(done: int, total: int, i: int = i, label: str = label) -> None:
+                    note((i + done / max(total, 1)) / n,
+                         f"正在索引 / Indexing {label}: {done}/{total} 段 / passages")
+
                 try:
-                    report.loaded.append(self._load_one(path))
+                    report.loaded.append(self._load_one(path, passages))
                 except HelloMemoryError as e:
                     logger.info("loading %s failed: %s", path.name, e)
                     report.failed.append(LoadFailure(file_name=path.name, error=describe_load_error(e)))
@@ -169,9 +178,10 @@ class LearningAssistant(MemoryOps):
         self.loaded += report.loaded
         return report
 
-    def _load_one(self, path: Path) -> LoadedDocument:
+    def _load_one(self, path: Path, progress: Callable[[int, int], object] | None = None) -> LoadedDocument:
         doc_id = str(uuid.uuid5(_DOC_IDS, f"{self.rag.namespace}\x1f{path.name}"))
-        ingest = self.rag.add_document(path, document_id=doc_id, metadata={"file_name": path.name})
+        ingest = self.rag.add_document(path, document_id=doc_id, metadata={"file_name": path.name},
+                                       progress=progress)
         title = next((d.title for d in self.rag.list_documents() if d.document_id == doc_id), None)
         label = path.name if not title or title == path.name else f"{path.name}（{title}）"
         item = self.memory.add(
@@ -230,8 +240,8 @@ class LearningAssistant(MemoryOps):
             notes.append("还没有加载文档：请在“开始”页上传 / No documents yet: upload some on the Start tab")
         event = record_qa(self.memory, answer, session_id=self.session_id)
         return AskReply(question=question, answer=answer.answer, route="rag", citations=answer.citations,
-                        mode=answer.mode, grounded=answer.grounded, advanced=expand, notes=notes,
-                        memory_ids=[event.id])
+                        extracts=answer.extracts, mode=answer.mode, grounded=answer.grounded, advanced=expand,
+                        notes=notes, memory_ids=[event.id])
 
     def _recall_reply(self, question: str) -> AskReply:
         hits = self.recall(strip_force_prefix(question))

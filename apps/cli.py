@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from hello_memory.cli import ApiKey, Home, Server, User, app
+from hello_memory.cli import ApiKey, Home, Server, User, _fail, app
+from hello_memory.errors import HelloMemoryError
 
 
 @app.command()
@@ -26,7 +27,10 @@ def mcp(
     """Serve the memory and RAG tools over MCP (stdio); through the memory service when one owns the home."""
     from tools.mcp_server import serve
 
-    serve(home, user, namespace, allowed_roots=allow_root, server_url=server, api_key=api_key)
+    try:
+        serve(home, user, namespace, allowed_roots=allow_root, server_url=server, api_key=api_key)
+    except HelloMemoryError as e:  # e.g. the tools extra missing: one line with the pip command
+        _fail(e)
 
 
 @app.command("app")
@@ -40,7 +44,10 @@ def app_cmd(
     """Serve the document Q&A learning assistant (Gradio); through the memory service when one owns the home."""
     from apps.app import serve
 
-    serve(home, host, port, server_url=server, api_key=api_key)
+    try:
+        serve(home, host, port, server_url=server, api_key=api_key)
+    except HelloMemoryError as e:  # a busy port, a locked data directory: one line with the fix
+        _fail(e)
 
 
 @app.command("serve")
@@ -63,8 +70,6 @@ def serve_cmd(
     """
     from apps.service.server import serve
     from apps.service.settings import ServiceSettings
-    from hello_memory.cli import _fail
-    from hello_memory.errors import HelloMemoryError
 
     given = {"host": host, "port": port, "keys_file": keys_file, "allowed_roots": allow_root or None}
     overrides: dict[str, Any] = {k: v for k, v in given.items() if v is not None}

@@ -100,11 +100,31 @@ class Handlers:
         files: list[str] | None,
         progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio injects progress through this default
     ) -> tuple[str, str, Rows, Any, None]:
-        """Index the uploaded files with a progress bar; report each file."""
+        """Index the uploaded files with a progress bar (per file, then per batch of passages).
+
+        A file dropped while another upload is indexed starts its own event at once
+        (``trigger_mode="multiple"``), says that it is queued and waits for the session's lock; it
+        carries everything the upload box showed, so files this session already indexed (same
+        content: Gradio names uploads by their hash) are skipped.
+        """
         la = self._la(session, user_id)
-        if not files:
+        given = list(dict.fromkeys(files or []))
+        new = [f for f in given if f not in session.indexed and f not in session.indexing]
+        if not new:
+            if given:
+                raise InvalidInputError("这些文件本次已上传过 / These files were already uploaded in this session")
             raise InvalidInputError("请选择要上传的文件 / Choose files to upload")
-        report = la.load_documents(files, progress=lambda f, d: progress(f, desc=d))
+        if session.indexing:
+            names = "、".join(Path(f).name for f in new)
+            gr.Info(f"已排队：{names} 将在当前文件索引完成后处理 / Queued: {names} will be indexed when the "
+                    "current upload is done")
+            progress(0.0, desc=f"已排队 / Queued: {names}")
+        session.indexing |= set(new)
+        try:
+            report = la.load_documents(new, progress=lambda f, d: progress(f, desc=d))
+        finally:
+            session.indexing -= set(new)
+            session.indexed |= set(new)
         for failure in report.failed:
             gr.Warning(f"{failure.file_name}: {failure.error}")
         if report.loaded:
@@ -117,7 +137,9 @@ class Handlers:
         la = self._la(session, user_id)
         if not document_id:
             raise InvalidInputError("请先选择文档 / Choose a document first")
+        name = next((d.file_name for d in la.list_documents() if d.document_id == document_id), None)
         chunks = la.delete_document(document_id)
+        session.indexed = {f for f in session.indexed if Path(f).name != name}  # may be uploaded again
         return (f"已删除文档（{chunks} 个分块）/ Document deleted ({chunks} chunks)", *self._documents(la))
 
     # -- ask tab ----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory import ScoredMemory
 from rag import Citation
+from rag.models import Extract
 
 Route = Literal["rag", "memory"]
 
@@ -72,6 +73,8 @@ class AskReply(_Model):
     answer: str
     route: Route
     citations: list[Citation] = Field(default_factory=list)
+    extracts: list[Extract] = Field(default_factory=list, description="extractive answers: the sentences, "
+                                    "unquoted, for display (``answer`` quotes them for models)")
     memories: list[ScoredMemory] = Field(default_factory=list)
     mode: Literal["llm", "extractive", "memory"]
     grounded: bool = Field(description="the answer rests on retrieved passages or memories")

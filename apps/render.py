@@ -41,7 +41,7 @@ def reply_markdown(reply: AskReply) -> str:
     """The assistant's chat message: the answer, its sources or memories, and any notes."""
     route = "来自文档 / From documents" if reply.route == "rag" else "来自记忆 / From memory"
     mode = {"llm": "LLM", "extractive": "抽取式 / extractive", "memory": "记忆检索 / memory search"}[reply.mode]
-    parts = [esc(reply.answer).replace("\n", "  \n"), "", f"<sub>{route} · {mode}"
+    parts = [_answer_markdown(reply), "", f"<sub>{route} · {mode}"
              + (" · MQE + HyDE" if reply.advanced else "") + "</sub>"]
     if reply.citations:
         parts += ["", "**来源 / Sources**", "", "\n".join(citation_html(c) for c in reply.citations)]
@@ -49,6 +49,15 @@ def reply_markdown(reply: AskReply) -> str:
     if notes:
         parts += ["", "\n".join(f"<sub>※ {esc(n)}</sub><br>" for n in notes)]
     return "\n".join(parts)
+
+
+def _answer_markdown(reply: AskReply) -> str:
+    """The answer for people: an extractive one shows its sentences as written, not JSON-quoted."""
+    if not reply.extracts:
+        return esc(reply.answer).replace("\n", "  \n")
+    label = reply.answer.split("\n", 1)[0]
+    lines = [esc(label)] + [f"{esc(e.text)} [{e.n}]" for e in reply.extracts]
+    return "  \n".join(line.replace("\n", "  \n") for line in lines)
 
 
 def error_markdown(message: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from apps.assistant import LearningAssistant, check_user_id
 from hello_memory import Settings
@@ -24,9 +24,17 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Session:
-    """One browser session's assistant (``None`` until the first action)."""
+    """One browser session's assistant (``None`` until the first action) and its uploads.
+
+    Uploads queue (a file dropped while another is indexed is indexed after it): ``indexing``
+    holds the files being indexed or waiting, ``indexed`` those this session already indexed (until
+    their document is deleted), so a queued upload, which carries every file the upload box showed,
+    indexes only the new ones.
+    """
 
     assistant: LearningAssistant | None = None
+    indexing: set[str] = field(default_factory=set)
+    indexed: set[str] = field(default_factory=set)
 
     def close(self) -> None:
         """Close the assistant, if any (Gradio calls this when the session's state is deleted)."""

@@ -20,7 +20,8 @@ from apps.handlers import Handlers
 from apps.sessions import AssistantFactory, Session, close_session
 
 TITLE = "智能文档问答助手 / Document Q&A Learning Assistant"
-DEFAULT_USER = "learner"
+UPLOAD_CONCURRENCY = 8  # upload events running at once (each session's indexing is serialised)
+DEFAULT_USER = "default_user"  # every entry point's default user (MemoryManager, CLI, MCP, tools)
 TIER_CHOICES = [("全部 / all", "all"), ("工作记忆 / working", "working"), ("情景记忆 / episodic", "episodic"),
                 ("语义记忆 / semantic", "semantic")]
 FORGET_CHOICES = [("按重要性 / importance_based", "importance_based"), ("按时间 / time_based", "time_based"),
@@ -91,7 +92,10 @@ def _start_tab(h: Handlers, session: gr.State, user: gr.Textbox, status: gr.Mark
     enter.click(h.enter, [session, user], shown, concurrency_id="enter")
     user.submit(h.enter, [session, user], shown, concurrency_id="enter")
     demo.load(h.enter, [session, user], shown, concurrency_id="enter")
-    files.upload(h.load, [session, user, files], [status, log, table, pick, files], show_progress="full")
+    # "multiple": a file dropped while another is indexed starts at once and queues on the session
+    # (with "once", the default, Gradio dropped it silently); limited across sessions.
+    files.upload(h.load, [session, user, files], [status, log, table, pick, files], show_progress="full",
+                 trigger_mode="multiple", concurrency_limit=UPLOAD_CONCURRENCY)
     delete.click(h.delete_document, [session, user, pick], [log, table, pick])
 
 

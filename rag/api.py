@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -34,8 +35,12 @@ class RAGAPI(Protocol):
         chunk_tokens: int | None = None,
         overlap_tokens: int | None = None,
         metadata: dict[str, Any] | None = None,
+        progress: Callable[[int, int], object] | None = None,
     ) -> IngestReport:
-        """Convert a local file and index it; re-adding replaces the old chunks."""
+        """Convert a local file and index it; re-adding replaces the old chunks.
+
+        ``progress(done, total)`` reports passages embedded so far (through a service: once, at the end).
+        """
         ...
 
     def add_text(

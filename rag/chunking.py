@@ -90,6 +90,16 @@ def _token_spans(text: str) -> tuple[list[tuple[int, int]], set[int]]:
     return spans, intra
 
 
+def count_tokens(text: str) -> int:
+    """Tokens as the chunker counts them: :func:`estimate_tokens`, runs over 64 characters one per 64.
+
+    Example:
+        >>> count_tokens("short words"), count_tokens("x" * 200)
+        (2, 4)
+    """
+    return len(_token_spans(text)[0])
+
+
 def _level(prev: str, gap: str) -> int:
     """Level of the boundary after token ``prev`` followed by whitespace ``gap`` (maybe empty)."""
     tail = prev.rstrip(_CLOSERS) or prev

@@ -8,6 +8,9 @@ UTF-16/32 with BOM, else GB18030); code, JSON and XML are wrapped in a fenced co
 and audio yield their metadata through exiftool, offline; OCR, captions and transcription would
 need a cloud service and are never called.
 
+The text is NFKC-normalised (full-width punctuation kept, see
+:func:`hello_memory.text.normalize_text`): PDF text often spells 文 as the Kangxi radical U+2F42.
+
 Every failure is a :class:`~hello_memory.errors.ConversionError` naming the reason, and the extra
 to install when a dependency is missing.
 
@@ -36,6 +39,7 @@ from typing import Any
 
 from hello_memory._lazy import require
 from hello_memory.errors import ConversionError, MissingDependencyError
+from hello_memory.text import normalize_text
 from rag.markdown import parse_blocks, recover_headings
 
 __all__ = ["ConvertedDocument", "convert", "recover_headings"]
@@ -384,5 +388,6 @@ def convert(path: str | Path, *, max_bytes: int = 200 * 1024 * 1024) -> Converte
         raise _fail(name, "no text content after conversion")
     logger.debug("converted %s as %s: %d chars in %.3f s", name, fmt, len(out.markdown),
                  time.perf_counter() - started)
-    title = out.title or _first_h1(out.markdown)
-    return ConvertedDocument(out.markdown, name, fmt, title, out.pages)
+    markdown = normalize_text(out.markdown)  # PDF text: Kangxi radicals, ligatures → what people type
+    title = normalize_text(out.title) if out.title else _first_h1(markdown)
+    return ConvertedDocument(markdown, name, fmt, title, out.pages)

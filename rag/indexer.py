@@ -1,23 +1,21 @@
-"""Indexing of RAG documents: chunk → embed passages (batched) → SQLite + vectors, with a journal.
+"""Indexing of RAG documents: chunk → embed passages (batched) → vectors → SQLite, with a journal.
 
-A failure at any step leaves nothing of the document behind: embedding happens before any write,
-and a failed vector write deletes the rows it follows.
+Write order, so that a failure at any step loses nothing: embed (no lock, no write), journal the
+document (``pending``), upsert the new version's passages next to the old ones, then replace the
+document's rows in one SQLite transaction, then delete the old version's passages. Chunk ids hash
+the chunk's text (:func:`rag.pipeline.chunk_id`), so the two versions' passages coexist. A vector
+or SQLite failure before the swap deletes only what was added: a re-added document keeps its
+earlier version, searchable as before; a new one leaves nothing behind. A process killed anywhere
+in between is reconciled when the data directory is next opened (:func:`recover`): the rows are
+the truth, passages they do not have are dropped, missing ones embedded.
 
-Chunks are what search returns and what an answer cites; passages are what is embedded. A chunk
-over ``PASSAGE_TOKENS`` is cut into passages at its paragraph and sentence boundaries (the chunker
-itself, with no overlap), each embedded under the chunk's heading path, and a chunk's dense score
-is its best passage's cosine. One vector for a whole ~1,800-character chunk averages its topics
-away: on docs_qa, passages raised the pipeline's hit@1 / hit@5 / hit@10 / MRR from 0.590 / 0.801 /
-0.873 / 0.684 to 0.649 / 0.829 / 0.892 / 0.730 (64 and 96 tokens measured 0.837 and 0.829 hit@5, with
-lower MRR), embedding about the same number of tokens (BENCHMARKS.md).
+What a passage is, and how its work is bounded, is in :mod:`rag.passages`.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -25,76 +23,34 @@ import numpy as np
 
 from hello_memory.errors import ConversionError, InvalidInputError, StoreError
 from hello_memory.stores.base import Filter, VectorPoint
-from hello_memory.text import detect_language, estimate_tokens, lexical_tokens
+from hello_memory.text import detect_language, lexical_tokens
 from rag.models import DocumentInfo, IngestReport
+from rag.passages import (
+    MAX_PASSAGES,
+    PASSAGE_TOKENS,
+    ChunkRef,
+    Passage,
+    embed_text,
+    of_chunks,
+    passage_id,
+    passages,
+)
 
 if TYPE_CHECKING:
     from rag.chunking import Chunk
     from rag.pipeline import RAGPipeline
 
+__all__ = [
+    "MAX_PASSAGES", "PASSAGE_TOKENS", "delete", "dense_search", "embed_text", "fill_dense", "ingest",
+    "passage_id", "passages", "recover",
+]
 logger = logging.getLogger(__name__)
 PROGRESS_MIN_CHUNKS = 64
-PASSAGE_TOKENS = 128  # estimated tokens (a CJK character or a word each) per embedded passage
-MAX_PASSAGES = 16  # per chunk: a longer chunk gets longer passages
 PASSAGE_POOL = 4  # passages fetched per wanted chunk in a dense search
+LANGUAGE_SAMPLE = 4096  # characters of a chunk that decide its language (5 s for a 2 MB line in full)
 LEGACY_COLLECTION = "rag_chunks"  # one vector per chunk (before passages); migrated on open
-_PASSAGE_NAMESPACE = uuid.UUID("0b8f7d2e-3c41-4d6a-9e85-7a2c61f4b0d3")
-
-
-@dataclass(frozen=True, slots=True)
-class _ChunkRef:
-    """What indexing needs of a chunk, from the chunker (ingest) or from SQLite (recovery)."""
-
-    chunk_id: str
-    text: str
-    start: int
-    end: int
-    heading_path: str
-    language: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Passage:
-    id: str
-    text: str  # the embedded text: heading path + passage
-    payload: dict[str, Any]
-
-
-def passages(text: str) -> list[str]:
-    """The parts of a chunk embedded separately: at most ``MAX_PASSAGES``, cut by the chunker.
-
-    Example:
-        >>> passages("short chunk")
-        ['short chunk']
-        >>> parts = passages("First sentence here. " * 100)
-        >>> len(parts) > 1 and all(estimate_tokens(t) <= PASSAGE_TOKENS for t in parts)
-        True
-    """
-    from rag.chunking import chunk_markdown
-
-    tokens = estimate_tokens(text)
-    if tokens <= PASSAGE_TOKENS:
-        return [text]
-    budget = max(PASSAGE_TOKENS, -(-tokens // MAX_PASSAGES))
-    parts = [c.text for c in chunk_markdown(text, chunk_tokens=budget, overlap_tokens=0)]
-    if len(parts) > MAX_PASSAGES:  # greedy packing can leave up to twice the ideal count
-        step = -(-len(parts) // MAX_PASSAGES)
-        parts = ["\n".join(parts[i : i + step]) for i in range(0, len(parts), step)]
-    return parts or [text]
-
-
-def passage_id(chunk_id: str, index: int) -> str:
-    """Idempotent id of a chunk's ``index``-th passage in the vector index."""
-    return str(uuid.uuid5(_PASSAGE_NAMESPACE, f"{chunk_id}\x1f{index}"))
-
-
-def _passages(namespace: str, document_id: str, refs: Sequence[_ChunkRef]) -> list[_Passage]:
-    out = []
-    for ref in refs:
-        payload = _payload(namespace, document_id, ref.chunk_id, ref.start, ref.end, ref.language)
-        for i, part in enumerate(passages(ref.text)):
-            out.append(_Passage(passage_id(ref.chunk_id, i), embed_text(ref.heading_path, part), payload))
-    return out
+Progress = Callable[[int, int], object]
+"""Called with (passages embedded, passages in all) after every embedding batch."""
 
 
 def _chunks(
@@ -110,12 +66,7 @@ def _chunks(
     return chunk_markdown(markdown, chunk_tokens=ct, overlap_tokens=ot)
 
 
-def embed_text(heading_path: str, text: str) -> str:
-    """What is embedded for a chunk: its heading path gives the chunk its context."""
-    return f"{heading_path}\n{text}" if heading_path else text
-
-
-def _embed(p: RAGPipeline, texts: list[str]) -> np.ndarray:
+def _embed(p: RAGPipeline, texts: list[str], progress: Progress | None = None) -> np.ndarray:
     size = p.settings.embed_batch_size
     parts = []
     bar = None
@@ -128,6 +79,8 @@ def _embed(p: RAGPipeline, texts: list[str]) -> np.ndarray:
             parts.append(p.embedder.embed(texts[start : start + size], kind="passage"))
             if bar is not None:
                 bar.update(len(parts[-1]))
+            if progress is not None:
+                progress(min(start + size, len(texts)), len(texts))
     finally:
         if bar is not None:
             bar.close()
@@ -145,93 +98,93 @@ def ingest(
     chunk_tokens: int | None,
     overlap_tokens: int | None,
     metadata: dict[str, Any],
+    progress: Progress | None = None,
 ) -> IngestReport:
-    """Index one document's Markdown under ``document_id``, replacing an earlier version."""
+    """Index one document's Markdown under ``document_id``, replacing an earlier version.
+
+    Raises:
+        StoreError: a store failed; an earlier version of the document is then kept as it was.
+    """
     from rag.pipeline import COLLECTION, chunk_id
 
     chunks = _chunks(p, markdown, chunk_tokens, overlap_tokens)
     if not chunks:
         raise ConversionError(source_path or document_id, "no text to index after conversion")
-    ns, store = p.namespace, p.store
+    ns = p.namespace
     refs = [
-        _ChunkRef(
-            chunk_id(ns, document_id, c.index),
-            c.text,
-            c.start,
-            c.end,
-            c.heading_path,
-            detect_language(c.text),
-        )
+        ChunkRef(chunk_id(ns, document_id, c.index, content=f"{c.heading_path}\x1f{c.text}"), c.text,
+                 c.start, c.end, c.heading_path, detect_language(c.text[:LANGUAGE_SAMPLE]))
         for c in chunks
     ]
-    parts = _passages(ns, document_id, refs)
-    vectors = _embed(p, [x.text for x in parts])
+    parts = of_chunks(ns, document_id, refs)
+    vectors = _embed(p, [x.text for x in parts], progress)
     p.bundle.vectors.ensure_collection(COLLECTION, p.embedder.dimension, embedder=p.embedder.name)
     info = DocumentInfo(
-        document_id=document_id,
-        source_path=source_path,
-        title=title,
-        format=fmt,
-        chunks=len(chunks),
-        tokens=sum(c.tokens for c in chunks),
-        added_at=datetime.now(timezone.utc),
+        document_id=document_id, source_path=source_path, title=title, format=fmt, chunks=len(chunks),
+        tokens=sum(c.tokens for c in chunks), added_at=datetime.now(timezone.utc),
     )
     with p.bundle.lock:
-        replaced = store.has_document(ns, document_id)
+        replaced = _replace(p, document_id, info, metadata, list(zip(chunks, refs, strict=True)), parts, vectors)
+    return IngestReport(document_id=document_id, source_path=source_path, chunks=len(chunks),
+                        tokens=info.tokens, format=fmt, replaced=replaced)
+
+
+def _replace(
+    p: RAGPipeline, document_id: str, info: DocumentInfo, metadata: dict[str, Any],
+    chunks: Sequence[tuple[Chunk, ChunkRef]], parts: Sequence[Passage], vectors: np.ndarray,
+) -> bool:
+    """Write the new version beside the old one, swap the rows, drop the old passages (see module)."""
+    from rag.pipeline import COLLECTION
+
+    store, ns, vs = p.store, p.namespace, p.bundle.vectors
+    replaced = store.has_document(ns, document_id)
+    before = set(vs.ids(COLLECTION, _of_document(ns, document_id)))
+    added = [x.id for x in parts if x.id not in before]
+    with store.transaction() as conn:
+        store.set_pending(conn, ns, document_id, "index")
+    try:
+        _write_vectors(p, ns, document_id, parts, vectors)
         with store.transaction() as conn:
             store.delete_document_rows(conn, ns, document_id)
             store.insert_document(conn, info, ns, metadata)
-            for c, ref in zip(chunks, refs, strict=True):
-                row = (ref.chunk_id, ns, document_id, c.index, c.text, c.start, c.end, c.heading_path)
-                row += (ref.language, c.tokens)
+            for c, ref in chunks:
+                row = (ref.chunk_id, ns, document_id, c.index, c.text, c.start, c.end, c.heading_path,
+                       ref.language, c.tokens)
                 store.insert_chunk(conn, row, lexical_tokens(embed_text(c.heading_path, c.text)))
-            store.set_pending(conn, ns, document_id, "index")
-        try:
-            _write_vectors(p, ns, document_id, parts, vectors)
-        except Exception as e:
-            delete(p, document_id)
-            raise StoreError(f"indexing {document_id!r} failed; nothing of it was kept: {e}") from e
-        store.clear_pending(ns, document_id)
-    return IngestReport(
-        document_id=document_id,
-        source_path=source_path,
-        chunks=len(chunks),
-        tokens=info.tokens,
-        format=fmt,
-        replaced=replaced,
-    )
+    except Exception as e:
+        _settle(p, document_id, added)
+        kept = "its earlier version is kept" if replaced else "nothing of it was kept"
+        raise StoreError(f"indexing {document_id!r} failed; {kept}: {e}") from e
+    _settle(p, document_id, sorted(before - {x.id for x in parts}))
+    return replaced
+
+
+def _settle(p: RAGPipeline, document_id: str, extra: Sequence[str]) -> None:
+    """Delete passages the rows do not have and clear the journal; else leave it to :func:`recover`."""
+    from rag.pipeline import COLLECTION
+
+    try:
+        if extra:
+            p.bundle.vectors.delete(COLLECTION, list(extra))
+        p.store.clear_pending(p.namespace, document_id)
+    except Exception:  # the rows are consistent; the journal finishes the cleanup on the next open
+        logger.warning("could not remove %d stale passage(s) of document %s now; they are removed when "
+                       "the data directory is next opened", len(extra), document_id, exc_info=True)
+
+
+def _of_document(namespace: str, document_id: str) -> Filter:
+    return Filter(equals={"namespace": namespace, "document_id": document_id})
 
 
 def _write_vectors(
-    p: RAGPipeline, namespace: str, document_id: str, parts: Sequence[_Passage], vectors: np.ndarray
+    p: RAGPipeline, namespace: str, document_id: str, parts: Sequence[Passage], vectors: np.ndarray
 ) -> None:
-    """Replace the document's passage vectors."""
+    """Upsert a document's passage vectors (beside any earlier version's)."""
     from rag.pipeline import COLLECTION
 
-    vs = p.bundle.vectors
-    vs.delete_where(COLLECTION, Filter(equals={"namespace": namespace, "document_id": document_id}))
     points = [VectorPoint(id=x.id, vector=vectors[i], payload=x.payload) for i, x in enumerate(parts)]
     for start in range(0, len(points), 256):
-        vs.upsert(COLLECTION, points[start : start + 256])
-
-
-def _payload(
-    namespace: str, document_id: str, chunk: str, start: int, end: int, language: str
-) -> dict[str, Any]:
-    """Vector payload of a passage: its chunk, filter keys and the chunk's offsets; never document
-    text (headings, file paths).
-
-    SQLite is the source of truth for the text; keeping it out of the vector index means a
-    deleted document's words cannot linger in vector segments or their write-ahead log.
-    """
-    return {
-        "namespace": namespace,
-        "document_id": document_id,
-        "chunk_id": chunk,
-        "start": start,
-        "end": end,
-        "language": language,
-    }
+        p.bundle.vectors.upsert(COLLECTION, points[start : start + 256])
 
 
 def delete(p: RAGPipeline, document_id: str) -> int:
@@ -290,14 +243,12 @@ def recover(p: RAGPipeline) -> None:
     for ns, document_id, op in store.pending():
         logger.warning("recovering interrupted %s of document %s in namespace %s", op, document_id, ns)
         if op == "index" and store.has_document(ns, document_id):
-            # The rows committed (a re-add already replaced the old version): finish, never drop.
-            _reindex(p, ns, document_id)
+            # The rows are the truth (the old version, or the new one once swapped): never drop them.
+            _reconcile(p, ns, document_id)
             store.clear_pending(ns, document_id)
             continue
         if COLLECTION in p.bundle.vectors.collections():
-            p.bundle.vectors.delete_where(
-                COLLECTION, Filter(equals={"namespace": ns, "document_id": document_id})
-            )
+            p.bundle.vectors.delete_where(COLLECTION, _of_document(ns, document_id))
         with store.transaction() as conn:
             store.delete_document_rows(conn, ns, document_id)
             conn.execute("DELETE FROM pending WHERE namespace=? AND document_id=?", (ns, document_id))
@@ -318,17 +269,22 @@ def _migrate_legacy(p: RAGPipeline) -> None:
         docs = p.store.query("SELECT namespace, document_id FROM documents ORDER BY namespace, document_id")
         logger.warning("re-embedding %d document(s) as passages (one-time upgrade of the RAG index)", len(docs))
         for ns, document_id in docs:
-            _reindex(p, ns, document_id)
+            _reconcile(p, ns, document_id)
         vs.drop_collection(LEGACY_COLLECTION)
 
 
-def _reindex(p: RAGPipeline, namespace: str, document_id: str) -> None:
-    """Re-embed a document's committed chunks and replace its vectors (recovery of an ``index``)."""
+def _reconcile(p: RAGPipeline, namespace: str, document_id: str) -> None:
+    """Make a document's passages those of its committed rows: drop the others, embed missing ones."""
     from rag.pipeline import COLLECTION
 
+    vs = p.bundle.vectors
     rows = p.store.chunks(namespace, document_id=document_id).values()
-    refs = [_ChunkRef(r[0], r[4], r[5], r[6], r[7], r[8]) for r in rows]
-    parts = _passages(namespace, document_id, refs)
-    vectors = _embed(p, [x.text for x in parts])
-    p.bundle.vectors.ensure_collection(COLLECTION, p.embedder.dimension, embedder=p.embedder.name)
-    _write_vectors(p, namespace, document_id, parts, vectors)
+    parts = of_chunks(namespace, document_id, [ChunkRef(r[0], r[4], r[5], r[6], r[7], r[8]) for r in rows])
+    vs.ensure_collection(COLLECTION, p.embedder.dimension, embedder=p.embedder.name)
+    present = set(vs.ids(COLLECTION, _of_document(namespace, document_id)))
+    stale = present - {x.id for x in parts}
+    if stale:
+        vs.delete(COLLECTION, sorted(stale))
+    missing = [x for x in parts if x.id not in present]
+    if missing:
+        _write_vectors(p, namespace, document_id, missing, _embed(p, [x.text for x in missing]))

@@ -67,8 +67,19 @@ class Citation(_Model):
     text: str
 
 
+class Extract(_Model):
+    """A sentence of an extractive answer, with the list it introduces (for display; see ``Answer``)."""
+
+    n: int = Field(description="the citation it comes from")
+    text: str
+
+
 class Answer(_Model):
-    """A grounded answer with numbered citations."""
+    """A grounded answer with numbered citations.
+
+    ``answer`` is what a model reads: in extractive mode the source sentences JSON-quoted, each
+    with its ``[n]``; ``extracts`` holds the same sentences unquoted, for a human-facing display.
+    """
 
     question: str
     answer: str
@@ -77,6 +88,7 @@ class Answer(_Model):
     grounded: bool = Field(description="False when the documents held nothing relevant")
     expansions: list[Expansion] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    extracts: list[Extract] = Field(default_factory=list, description="extractive mode: the sentences used")
 
 
 class DocumentInfo(_Model):

@@ -23,7 +23,7 @@ from hello_memory.relevance import dense_floor, fuse
 from hello_memory.runtime import StoreBundle, acquire, release
 from hello_memory.settings import Settings
 from hello_memory.stores.base import VectorStore
-from hello_memory.text import lexical_tokens
+from hello_memory.text import lexical_tokens, normalize_text
 from hello_memory.validation import (
     check_budget,
     check_id,
@@ -49,9 +49,17 @@ def _text_path(path: str | Path) -> str:
     return os.fsencode(path).decode("utf-8", "replace")
 
 
-def chunk_id(namespace: str, document_id: str, index: int) -> str:
-    """Idempotent chunk id per (namespace, document, chunk index)."""
-    return str(uuid.uuid5(_ID_NAMESPACE, f"{namespace}\x1f{document_id}\x1f{index}"))
+def chunk_id(namespace: str, document_id: str, index: int, *, content: str = "") -> str:
+    """Idempotent chunk id per (namespace, document, chunk index, chunk content).
+
+    Indexing passes the chunk's heading path and text as ``content``: re-adding the same document
+    gives the same ids, and a changed chunk a new id, so a new version's passages can be written
+    beside the old version's before the rows are swapped (see :mod:`rag.indexer`).
+    """
+    key = f"{namespace}\x1f{document_id}\x1f{index}"
+    if content:
+        key += "\x1f" + hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+    return str(uuid.uuid5(_ID_NAMESPACE, key))
 
 
 class RAGPipeline:
@@ -139,12 +147,15 @@ class RAGPipeline:
         chunk_tokens: int | None = None,
         overlap_tokens: int | None = None,
         metadata: dict[str, Any] | None = None,
+        progress: indexer.Progress | None = None,
         source_path: str | None = None,
     ) -> IngestReport:
         """Convert a file with MarkItDown and index it; re-adding replaces the old chunks.
 
         ``source_path`` is the path recorded (and the default id derived from) instead of the
         file's own, e.g. the client's path of a file uploaded to the memory service.
+        ``progress(done, total)`` is called after every embedding batch (passages embedded so far).
+        A failed re-add keeps the earlier version as it was (``StoreError``).
         """
         from rag.convert import convert
 
@@ -163,6 +174,7 @@ class RAGPipeline:
             chunk_tokens=chunk_tokens,
             overlap_tokens=overlap_tokens,
             metadata=check_metadata(metadata),
+            progress=progress,
         )
 
     def add_text(
@@ -174,8 +186,12 @@ class RAGPipeline:
         chunk_tokens: int | None = None,
         overlap_tokens: int | None = None,
         metadata: dict[str, Any] | None = None,
+        progress: indexer.Progress | None = None,
     ) -> IngestReport:
-        """Index Markdown/plain text; without ``document_id`` the id is derived from the text."""
+        """Index Markdown/plain text; without ``document_id`` the id is derived from the text.
+
+        ``progress`` and failures as in :meth:`add_document`.
+        """
         text = check_text(text, "text", max_chars=MAX_TEXT_CHARS)
         if source is not None:
             source = check_text(source, "source", max_chars=4096)
@@ -194,6 +210,7 @@ class RAGPipeline:
             chunk_tokens=chunk_tokens,
             overlap_tokens=overlap_tokens,
             metadata=check_metadata(metadata),
+            progress=progress,
         )
 
     # -- manage -----------------------------------------------------------------------------
@@ -279,6 +296,7 @@ class RAGPipeline:
     def _scored(self, texts: list[str], limit: int) -> dict[str, tuple[float, float, dict[str, float]]]:
         """chunk id → (best sim, merged score, breakdown) over the queries."""
         _, per = expansion.pool_sizes(limit, self.settings.candidate_pool_multiplier, len(texts))
+        texts = [normalize_text(t) for t in texts]  # as converted documents are (Kangxi radicals, ...)
         vectors = self.embedder.embed(texts, kind="query")
         floor = dense_floor(self.embedder.name)
         per_query = []
@@ -334,7 +352,7 @@ class RAGPipeline:
             question, limit=limit, min_score=min_score, enable_mqe=enable_mqe, enable_hyde=enable_hyde
         )
         citations = answering.fit_budget(result.hits, budget_tokens)
-        text, mode, notes = answering.answer(self.llm, result.query, citations)
+        text, mode, notes, extracts = answering.answer(self.llm, normalize_text(result.query), citations)
         return Answer(
             question=result.query,
             answer=text,
@@ -343,4 +361,5 @@ class RAGPipeline:
             grounded=bool(citations),
             expansions=result.expansions,
             notes=result.notes + notes,
+            extracts=extracts,
         )

@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -103,8 +103,12 @@ class RemoteRAG:
         chunk_tokens: int | None = None,
         overlap_tokens: int | None = None,
         metadata: dict[str, Any] | None = None,
+        progress: Callable[[int, int], object] | None = None,
     ) -> IngestReport:
         """Upload a local file; the service converts it with MarkItDown and indexes it.
+
+        The service does not stream its progress: ``progress(chunks, chunks)`` is called once, when the
+        document is indexed.
 
         Raises:
             ConversionError: the file is missing, not a regular file, empty or too large (checked
@@ -130,9 +134,12 @@ class RemoteRAG:
         except OSError as e:  # only the file's own errors (PermissionDeniedError is an OSError too)
             raise ConversionError(str(path), f"cannot read the file ({e.strerror or e})") from e
         with fh:
-            return self._call(
+            report = self._call(
                 "POST", "/documents", _INGEST, files={"file": (p.name, fh)}, data=form, timeout=UPLOAD_TIMEOUT
             )
+        if progress is not None:
+            progress(report.chunks, report.chunks)
+        return report
 
     def add_server_document(
         self,

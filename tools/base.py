@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationError
 
-from hello_memory.errors import HelloMemoryError
+from tools.failures import bounded, describe
 from tools.schema import ActionArgs, explain, merge_action_schemas, model_schema
 
 logger = logging.getLogger(__name__)
@@ -34,10 +34,14 @@ class Payload(BaseModel):
 class ToolResult(BaseModel):
     """The outcome of one tool call: typed ``data`` on success, an ``error`` sentence otherwise.
 
+    ``code`` is a stable machine-readable kind (``invalid_arguments``, ``not_found``,
+    ``store_error``, ``internal_error``, ... see :mod:`tools.failures`); ``error_type`` names the
+    exception class when an exception caused the failure.
+
     Example:
         >>> r = ToolResult.failure("memory", "search", "parameter 'limit' must be <= 50")
         >>> r.text()
-        "Error (memory.search): parameter 'limit' must be <= 50"
+        "Error (memory.search): parameter 'limit' must be <= 50 [invalid_arguments]"
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -48,6 +52,7 @@ class ToolResult(BaseModel):
     data: SerializeAsAny[Payload] | None = None
     error: str | None = None
     error_type: str | None = None
+    code: str | None = None
 
     @classmethod
     def success(cls, tool: str, action: str, data: Payload) -> ToolResult:
@@ -56,16 +61,18 @@ class ToolResult(BaseModel):
 
     @classmethod
     def failure(
-        cls, tool: str, action: str | None, error: str, error_type: str = "invalid_arguments"
+        cls, tool: str, action: str | None, error: str, error_type: str = "invalid_arguments",
+        code: str | None = None,
     ) -> ToolResult:
-        """A failed result; ``error_type`` is a short machine-readable kind."""
-        return cls(ok=False, tool=tool, action=action, error=error, error_type=error_type)
+        """A failed result; ``error_type`` is a short machine-readable kind (``code`` defaults to it)."""
+        return cls(ok=False, tool=tool, action=action, error=bounded(error), error_type=error_type,
+                   code=code or error_type)
 
     def text(self) -> str:
         """Concise text for the model (Chinese and other text kept as is)."""
         head = f"{self.tool}.{self.action}" if self.action else self.tool
         if not self.ok:
-            return f"Error ({head}): {self.error}"
+            return f"Error ({head}): {self.error}" + (f" [{self.code}]" if self.code else "")
         return self.data.render() if self.data is not None else f"{head}: done"
 
 
@@ -144,11 +151,10 @@ class Tool:
     def _invoke(self, spec: Action, args: ActionArgs) -> ToolResult:
         try:
             data = spec.handler(args)
-        except HelloMemoryError as e:
-            return ToolResult.failure(self.name, spec.name, str(e), type(e).__name__)
-        except Exception as e:  # the agent must never see a crash; the log keeps the traceback
-            logger.exception("tool %s.%s failed", self.name, spec.name)
-            return ToolResult.failure(self.name, spec.name, f"{type(e).__name__}: {e}", "internal_error")
+        except Exception as e:  # the agent must never see a crash (nor raw exception text)
+            code, message = describe(e, f"{self.name}.{spec.name}")
+            kind = type(e).__name__ if code != "internal_error" else code
+            return ToolResult.failure(self.name, spec.name, message, kind, code)
         return ToolResult.success(self.name, spec.name, data)
 
     def close(self) -> None:

@@ -39,11 +39,12 @@ def build_registry(
 
     ``memory`` / ``pipeline`` (e.g. the clients of a memory service) are used instead of opening the
     data directory; the caller closes them.
+    Both read files only inside ``allowed_roots`` (default: the working directory).
     """
     from tools.memory_tool import MemoryTool
 
     registry = ToolRegistry(expand_actions=True)
-    registry.register(MemoryTool(user_id=user_id, settings=settings, manager=memory))
+    registry.register(MemoryTool(user_id=user_id, settings=settings, manager=memory, allowed_roots=allowed_roots))
     if rag:
         from tools.rag_tool import RAGTool
 
@@ -140,6 +141,7 @@ def serve(
         api_key: the memory service's API key.
     """
     anyio = require("anyio", "tools")
+    require("mcp.server.lowlevel", "tools", "mcp")  # before the stores are opened
     settings = settings or Settings()
     update: dict[str, Any] = {}
     if home is not None:

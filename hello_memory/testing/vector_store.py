@@ -29,11 +29,15 @@ from hello_memory.errors import (
     NotFoundError,
 )
 from hello_memory.stores.base import Filter, Range, VectorPoint, VectorStore
+from hello_memory.testing.services import REQUIRE_SERVICES, http_unreachable, service_unavailable
+
+__all__ = [
+    "COLL", "DIM", "REQUIRE_SERVICES", "VectorStoreContract", "http_unreachable", "make_point", "random_points",
+    "service_unavailable", "unit",
+]
 
 DIM = 8
 COLL = "contract"
-
-
 def unit(vector: npt.ArrayLike) -> npt.NDArray[np.float32]:
     """L2-normalised float32 copy of ``vector``."""
     arr = np.asarray(vector, dtype=np.float64)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,18 @@ def test_delete_document_and_close(settings, fake_embedder, guide_md):
     la.close()
     la.close()
     assert la.closed
+
+
+def test_one_large_file_reports_progress_per_batch_of_passages(assistant, tmp_path):
+    """Before: one file sat at 0 % for its whole indexing (28 s for a 98 KB chapter)."""
+    path = tmp_path / "docs" / "manual.md"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("# Manual\n\n" + "\n\n".join(f"Step {i}: check valve {i} and log it." for i in range(1500)),
+                    encoding="utf-8")
+    seen: list[tuple[float, str]] = []
+    assistant.load_documents([path], progress=lambda f, d: seen.append((f, d)))
+    during = [(f, d) for f, d in seen if "段 / passages" in d]
+    assert len(during) >= 3 and all(0.0 < f <= 1.0 for f, _ in during)
+    assert [f for f, _ in during] == sorted(f for f, _ in during) and during[-1][0] == 1.0
+    last = re.search(r"manual\.md \(1/1\): (\d+)/(\d+) 段 / passages$", during[-1][1])
+    assert last is not None and last.group(1) == last.group(2)

@@ -145,3 +145,63 @@ def test_without_gradio_the_launcher_names_the_extra(monkeypatch, tmp_path, caps
 
     assert main(["--home", str(tmp_path / "data"), "--port", "1"]) == 2
     assert "pip install 'hello-memory[demo]'" in capsys.readouterr().err
+
+
+def test_an_extractive_answer_shows_its_sentences_as_written():
+    """The model gets the sentences JSON-quoted; the page shows them as written, HTML-escaped."""
+    from rag.models import Extract
+
+    reply = AskReply(question="q", answer='(Extractive answer …)\n"Use \\"a <b>\\" tag:\\n- one" [1]', route="rag",
+                     citations=[_citation("原文")], mode="extractive", grounded=True,
+                     extracts=[Extract(n=1, text='Use "a <b>" tag:\n- one')])
+    md = reply_markdown(reply)
+    assert md.startswith("(Extractive answer …)  \nUse &quot;a &lt;b&gt;&quot; tag:  \n- one [1]")
+    assert "\\u003c" not in md and '\\"' not in md
+
+
+def test_an_upload_dropped_during_indexing_queues_and_is_indexed(handlers, guide_md, tmp_path):
+    """Before: Gradio's default trigger_mode dropped it silently; now it waits on the session, says so,
+    and indexes only what the first upload did not (its files still showed in the upload box)."""
+    import threading
+
+    other = tmp_path / "docs" / "second.md"
+    other.write_text("# 第二个\n\n排队的文件。\n", encoding="utf-8")
+    session = Session()
+    handlers.enter(session, "alice")
+    la = session.assistant
+    started, release = threading.Event(), threading.Event()
+    real = la._load_one
+
+    def slow(path, progress=None):
+        started.set()
+        release.wait(30)
+        return real(path, progress)
+
+    la._load_one = slow
+    infos: list[str] = []
+    first = threading.Thread(target=handlers.load, args=(session, "alice", [str(guide_md)]),
+                             kwargs={"progress": lambda *a, **k: None})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first.start()
+        assert started.wait(30)
+        import gradio as gr
+
+        real_info = gr.Info
+        gr.Info = lambda message, *a, **k: infos.append(message)  # type: ignore[assignment]
+        try:
+            second = threading.Thread(target=handlers.load, args=(session, "alice", [str(guide_md), str(other)]),
+                                      kwargs={"progress": lambda *a, **k: None})
+            second.start()
+            for _ in range(100):
+                if any("已排队" in m for m in infos):
+                    break
+                threading.Event().wait(0.05)
+            release.set()
+            first.join(30)
+            second.join(30)
+        finally:
+            gr.Info = real_info
+    assert any("已排队：second.md" in m for m in infos), infos
+    assert sorted(d.file_name for d in la.list_documents()) == ["learning_guide.md", "second.md"]
+    assert [d.file_name for d in la.loaded] == ["learning_guide.md", "second.md"]  # each indexed once

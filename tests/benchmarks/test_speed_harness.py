@@ -23,3 +23,13 @@ def test_synthetic_texts_are_deterministic():
 def test_unknown_speed_config_is_a_clear_error(tmp_path: Path):
     with pytest.raises(SystemExit, match="unknown speed config"):
         speed.main(["--sizes", "30", "--configs", "tfidf,nope", "--json", str(tmp_path / "s.json")])
+
+
+def test_cli_startup_harness_times_every_command(tmp_path: Path):
+    from benchmarks import cli_startup
+
+    out = cli_startup.main(["--runs", "1", "--embedder", "tfidf", "--json", str(tmp_path / "cli.json")])
+    (r,) = out
+    assert r["first_add_cold_cache_s"] > 0 and set(r["commands"]) == set(cli_startup.COMMANDS)
+    assert all(c["median_s"] >= c["min_s"] > 0 for c in r["commands"].values())
+    assert "| first add (cold cache) |" in cli_startup.to_markdown(out)

@@ -33,6 +33,12 @@ def test_ci_runs_no_other_test_command():
     assert runs == [_readme_command("Install and run the tests")], runs
 
 
+def test_the_test_command_lints_and_type_checks_before_testing():
+    steps = _readme_command("Install and run the tests").split(" && ")
+    assert steps == ["pip install -e '.[dev]'", "ruff check .", "mypy", "pytest"], steps
+    assert " && ".join(steps) in (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+
+
 def test_readme_main_command_installs_and_runs_the_app():
     command = _readme_command("Install and run the main job")
     assert command.startswith("pip install -e '.[") and command.endswith("hello-memory app"), command

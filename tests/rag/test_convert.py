@@ -333,3 +333,29 @@ def test_recover_headings_numbered_and_chinese() -> None:
 ])
 def test_recover_headings_leaves_prose_alone(line: str) -> None:
     assert recover_headings(f"before\n{line}\nafter") == f"before\n{line}\nafter"
+
+
+# -- NFKC: compatibility characters of extracted text match what people type ----------------------
+KANGXI = "本\u2f42档介绍\u2f83\u2f8f的ﬁle格式，共三章！"  # ⽂ (文), ⾃ (自), ⾏ (行), the fi ligature
+
+
+def test_converted_text_is_nfkc_normalised_with_full_width_punctuation_kept(tmp_path):
+    path = tmp_path / "radicals.txt"
+    path.write_text(f"# \u2f42档\n\n{KANGXI}\n", encoding="utf-8")
+    doc = convert(path)
+    assert doc.markdown == "# 文档\n\n本文档介绍自行的file格式，共三章！\n" and doc.title == "文档"
+
+
+def test_queries_and_documents_meet_whatever_the_compatibility_spelling(tmp_path):
+    from hello_memory.embedders.hashing import HashingTfidfEmbedder
+    from rag import RAGPipeline
+
+    path = tmp_path / "radicals.txt"
+    path.write_text(KANGXI, encoding="utf-8")
+    with RAGPipeline(home=tmp_path / "data", namespace="kb", embedder=HashingTfidfEmbedder(4096)) as p:
+        p.add_document(path)
+        p.add_text("普通的文档写法。", document_id="plain")
+        p.add_text("今天天气很好，适合散步。", document_id="other")
+        typed = {h.document_id for h in p.search("文档", limit=5, min_score=0.05).hits}
+        pasted = {h.document_id for h in p.search("\u2f42档", limit=5, min_score=0.05).hits}
+    assert len(typed) == 2 and "other" not in typed and pasted == typed

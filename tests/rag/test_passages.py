@@ -113,3 +113,17 @@ def test_an_index_of_one_vector_per_chunk_is_upgraded_on_open(tmp_path):
         assert p.search(passages(chunk[4])[1], limit=1).hits[0].chunk_id == chunk[0]
     finally:
         p.close()
+
+
+@pytest.mark.parametrize("text", ["x" * 25_600, "QUJD" * 6400, ("y" * 500 + " ") * 50], ids=["run", "b64", "runs"])
+def test_unbroken_runs_are_split_and_the_model_sees_a_bounded_text(text):
+    """A 25,600-character run was one passage (one "token" to estimate_tokens): 2 GB of RSS per word."""
+    parts = passages(text)
+    assert 1 < len(parts) <= MAX_PASSAGES
+    assert all(len(p) <= PASSAGE_TOKENS * 16 for p in parts)
+    assert all(max(len(w) for w in p.split()) <= 64 for p in parts)
+
+
+def test_cjk_text_is_not_cut_as_a_run():
+    text = "短句没有空格" * 400
+    assert "".join(passages(text)) == text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -131,7 +132,7 @@ def test_injected_pipeline_and_namespace_mismatch(rag_tool):
     from hello_memory.errors import InvalidInputError
 
     shared = RAGTool(pipeline=rag_tool.pipeline)
-    assert shared.namespace == "alice_docs" and shared.allowed_roots is None
+    assert shared.namespace == "alice_docs" and shared.allowed_roots == [Path.cwd().resolve()]  # default
     shared.close()  # does not close the injected pipeline
     assert rag_tool.execute("stats").ok
     with pytest.raises(InvalidInputError):

@@ -125,8 +125,9 @@ def test_execute_dict_or_json_and_errors_never_raise(caplog):
     lib = reg.execute("echo", {"action": "fail"})
     assert not lib.ok and lib.error == "no such thing" and lib.error_type == "NotFoundError"
     bug = reg.execute("echo", {"action": "fail", "kind": "bug"})
-    assert bug.error == "ZeroDivisionError: division by zero" and bug.error_type == "internal_error"
-    assert "echo.fail failed" in caplog.text
+    assert bug.error_type == bug.code == "internal_error" and "division" not in bug.error  # no raw text
+    assert bug.error.startswith("internal error (reference ") and "server log" in bug.error
+    assert "echo.fail failed" in caplog.text and "ZeroDivisionError: division by zero" in caplog.text
     assert reg.execute("echo", None).error.startswith("missing parameter 'action'")
     assert not reg.execute("echo", 42).ok  # type: ignore[arg-type]
 
@@ -146,7 +147,7 @@ def test_tool_result_text():
     ok = ToolResult.success("echo", "say", Echoed(text="我叫张三"))
     assert ok.text() == "我叫张三"
     assert ok.model_dump()["data"] == {"text": "我叫张三"}
-    assert ToolResult.failure("echo", None, "bad").text() == "Error (echo): bad"
+    assert ToolResult.failure("echo", None, "bad").text() == "Error (echo): bad [invalid_arguments]"
 
 
 json_values = st.recursive(

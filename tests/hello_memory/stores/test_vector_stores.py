@@ -28,6 +28,7 @@ from hello_memory.stores.memory import InMemoryVectorStore
 from hello_memory.stores.qdrant import QdrantVectorStore, to_qdrant_filter
 from hello_memory.stores.qdrant_edge import META_FILE, SHARD_DIR, QdrantEdgeVectorStore
 from hello_memory.stores.vectors import FLOAT_INDEX_KEYS, KEYWORD_INDEX_KEYS, open_vector_store
+from hello_memory.testing.services import http_unreachable, service_unavailable
 from hello_memory.testing.vector_store import DIM, VectorStoreContract, make_point
 
 # -- the contract on every backend -------------------------------------------------------------
@@ -79,37 +80,32 @@ class TestQdrantVectorStoreLocalPath(VectorStoreContract):
         return QdrantVectorStore(path=store._options["path"])
 
 
-def _qdrant_url() -> str | None:
-    """The test server (``QDRANT_URL``), probed once at import; None when unset or unreachable."""
+@pytest.fixture(scope="module")
+def qdrant_server_url() -> str:
+    """The test server (``QDRANT_URL``): module-scoped, so read before ``_clean_env`` clears it.
+
+    Probed over plain HTTP, never through the adapter: a ``StoreError`` of a broken adapter on a
+    reachable server is a failure, not a skip. Skips (or fails under ``HELLO_MEMORY_REQUIRE_SERVICES=1``)
+    only when no server is configured or reachable.
+    """
     url = os.environ.get("HELLO_MEMORY_QDRANT_URL") or os.environ.get("QDRANT_URL")
     if not url:
-        return None
-    try:
-        QdrantVectorStore(url=url, timeout=2, retries=0).collections()
-    except StoreError:
-        return None
+        service_unavailable("QDRANT_URL is not set: the Qdrant server contract did not run")
+    problem = http_unreachable(url.rstrip("/") + "/readyz")
+    if problem is not None:
+        service_unavailable(f"no Qdrant server reachable at {url} ({problem}): the server contract did not run")
     return url
 
 
-QDRANT_SERVER_URL = _qdrant_url()
-
-if QDRANT_SERVER_URL is not None:  # defined only then, so a run without a server skips once, not per test
-
-    @pytest.mark.integration
-    class TestQdrantVectorStoreServer(VectorStoreContract):
-        @pytest.fixture
-        def store(self):
-            s = QdrantVectorStore(url=QDRANT_SERVER_URL, prefix=f"t{uuid.uuid4().hex[:12]}")
-            yield s
-            for name in s.collections():
-                s.drop_collection(name)
-            s.close()
-
-else:
-
-    @pytest.mark.integration
-    def test_qdrant_server_contract():
-        pytest.skip("no Qdrant server reachable at QDRANT_URL: the server contract did not run")
+@pytest.mark.integration
+class TestQdrantVectorStoreServer(VectorStoreContract):
+    @pytest.fixture
+    def store(self, qdrant_server_url):
+        s = QdrantVectorStore(url=qdrant_server_url, prefix=f"t{uuid.uuid4().hex[:12]}")
+        yield s
+        for name in s.collections():
+            s.drop_collection(name)
+        s.close()
 
 
 # -- congruence: same random workload, same top-k on every backend -----------------------------

@@ -1,0 +1,42 @@
+"""The wheel's packages are the five packages: never a data directory that sits in the checkout.
+
+Before, ``include = ["hello_memory*", ...]`` also matched ``hello_memory_data`` (the default data
+directory, created wherever the app or the CLI runs) and packaged it with its sub-folders.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import setuptools
+
+tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11+ (tomllib)")
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("hello_memory", "rag", "tools", "apps", "benchmarks")
+
+
+def _found(where: Path) -> set[str]:
+    """The packages setuptools finds under ``where`` with the project's own configuration."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    find = config["tool"]["setuptools"]["packages"]["find"]
+    finder = setuptools.find_namespace_packages if find.get("namespaces", True) else setuptools.find_packages
+    return set(finder(where=str(where), include=find.get("include", ["*"]), exclude=find.get("exclude", [])))
+
+
+def test_data_directories_are_not_packaged(tmp_path):
+    for package in PACKAGES:
+        (tmp_path / package / "sub").mkdir(parents=True)
+        (tmp_path / package / "__init__.py").write_text("", encoding="utf-8")
+        (tmp_path / package / "sub" / "__init__.py").write_text("", encoding="utf-8")
+    for data in ("hello_memory_data/vectors/rag_passages", "apps/hello_memory_data/vectors", "rag_data_x"):
+        (tmp_path / data).mkdir(parents=True)
+    found = _found(tmp_path)
+    assert found == {*PACKAGES, *(f"{p}.sub" for p in PACKAGES)}, sorted(found)
+
+
+def test_the_checkout_packages_every_module_folder():
+    found = _found(ROOT)
+    assert set(PACKAGES) <= found and "hello_memory.stores" in found and "apps" in found
+    assert not {p for p in found if p.split(".")[0] not in PACKAGES}, sorted(found)
