@@ -114,6 +114,8 @@ def build_item(
         check_id(kwargs["agent_id"], "agent_id")
     if "participants" in kwargs:
         kwargs["participants"] = _check_participants(kwargs["participants"])
+    if "valid_from" in kwargs:
+        kwargs["valid_from"] = check_datetime(kwargs["valid_from"], "valid_from")
     try:
         item = MemoryItem(
             user_id=user_id,

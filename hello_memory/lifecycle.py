@@ -19,7 +19,7 @@ from hello_memory.models import (
 )
 from hello_memory.scoring import recency
 from hello_memory.text import estimate_tokens, lexical_tokens
-from hello_memory.validation import check_importance, check_memory_type
+from hello_memory.validation import check_flag, check_importance, check_memory_type
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
@@ -114,6 +114,7 @@ def forget(
         raise InvalidInputError(
             f"unknown forget strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}", field="strategy"
         )
+    purge = check_flag(purge, "purge")
     threshold = check_importance(threshold, "threshold")
     if (
         isinstance(max_age_days, bool)
@@ -152,8 +153,7 @@ def consolidate(
     """See :meth:`MemoryManager.consolidate`: all-or-nothing, de-duplicated against the target tier."""
     src = check_memory_type(from_type, mm.enabled, "from_type")
     dst = check_memory_type(to_type, mm.enabled, "to_type")
-    if src == dst:
-        raise InvalidInputError("from_type and to_type must differ")
+    _check_direction(src, dst)
     threshold = check_importance(importance_threshold, "importance_threshold")
     sources = [
         it
@@ -190,6 +190,33 @@ def consolidate(
     report.source_ids = [s.id for s in sources]
     report.summarised_by_llm = by_llm
     return report
+
+
+#: Consolidation moves memories towards longer-lived tiers only.
+TIER_ORDER = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
+
+
+def _check_direction(src: MemoryType, dst: MemoryType) -> None:
+    """Only working → episodic → semantic (skipping a step is allowed); never back, never perceptual.
+
+    Moving back would copy long-term memories into working memory, whose TTL purge then deletes
+    them for good. Perceptual memories are long-term records of media (modality, source file,
+    hash) in their own collections: neither a source nor a target of consolidation.
+    """
+    if src == dst:
+        raise InvalidInputError("from_type and to_type must differ")
+    if MemoryType.PERCEPTUAL in (src, dst):
+        raise InvalidInputError(
+            "perceptual memories are not consolidated (they keep their media); "
+            "consolidate working → episodic → semantic",
+            field="from_type" if src == MemoryType.PERCEPTUAL else "to_type",
+        )
+    if TIER_ORDER.index(src) > TIER_ORDER.index(dst):
+        raise InvalidInputError(
+            f"cannot consolidate {src.value} into {dst.value}: consolidation only moves memories to "
+            "longer-lived tiers (working → episodic → semantic)",
+            field="to_type",
+        )
 
 
 def _norm(text: str) -> str:

@@ -33,9 +33,10 @@ from hello_memory.models import (
 from hello_memory.runtime import StoreBundle, acquire, release
 from hello_memory.settings import Settings
 from hello_memory.stores.base import GraphStore, VectorStore
-from hello_memory.validation import check_id, check_limit, check_memory_type
+from hello_memory.validation import check_flag, check_id, check_limit, check_memory_type
 
 logger = logging.getLogger(__name__)
+SUMMARY_CHARS = 200  # characters of each memory shown by summary()
 
 
 class MemoryManager:
@@ -72,10 +73,10 @@ class MemoryManager:
         self.settings = settings
         self.user_id = check_id(user_id, "user_id")
         flags = {
-            MemoryType.WORKING: enable_working,
-            MemoryType.EPISODIC: enable_episodic,
-            MemoryType.SEMANTIC: enable_semantic,
-            MemoryType.PERCEPTUAL: enable_perceptual,
+            MemoryType.WORKING: check_flag(enable_working, "enable_working"),
+            MemoryType.EPISODIC: check_flag(enable_episodic, "enable_episodic"),
+            MemoryType.SEMANTIC: check_flag(enable_semantic, "enable_semantic"),
+            MemoryType.PERCEPTUAL: check_flag(enable_perceptual, "enable_perceptual"),
         }
         self.enabled: tuple[MemoryType, ...] = tuple(t for t, on in flags.items() if on)
         if not self.enabled:
@@ -195,7 +196,8 @@ class MemoryManager:
         """One memory of the user; ``NotFoundError`` if absent or another user's."""
         uid = self._user(user_id)
         check_id(memory_id, "memory_id")
-        found = self.bundle.records.fetch([memory_id], uid, include_deleted=include_deleted).get(memory_id)
+        deleted_too = check_flag(include_deleted, "include_deleted")
+        found = self.bundle.records.fetch([memory_id], uid, include_deleted=deleted_too).get(memory_id)
         if found is None or (found.memory_type == MemoryType.WORKING and lifecycle.expired(self, found)):
             raise NotFoundError(f"no memory {memory_id!r} for user {uid!r}", object_id=memory_id)
         return found
@@ -215,11 +217,12 @@ class MemoryManager:
             if memory_type is not None
             else [t.value for t in self.enabled]
         )
+        deleted = None if check_flag(include_deleted, "include_deleted") else False
         lifecycle.expire_working(self, uid)
         return self.bundle.records.list_items(
             uid,
             types=types,
-            deleted=None if include_deleted else False,
+            deleted=deleted,
             limit=None if limit is None else check_limit(limit, maximum=10**9),
         )
 
@@ -324,7 +327,12 @@ class MemoryManager:
         *,
         user_id: str | None = None,
     ) -> ConsolidateReport:
-        """Promote important memories to a longer-lived tier, atomically and de-duplicated."""
+        """Promote important memories to a longer-lived tier, atomically and de-duplicated.
+
+        Only towards longer-lived tiers: working → episodic, working → semantic, episodic →
+        semantic. Any other pair (back towards working memory, or perceptual as source or target)
+        raises :class:`InvalidInputError` and changes nothing.
+        """
         with self.bundle.lock:
             return lifecycle.consolidate(
                 self, from_type, to_type, importance_threshold, user_id=self._user(user_id)
@@ -367,24 +375,26 @@ class MemoryManager:
         )
 
     def summary(self, limit: int = 10, *, user_id: str | None = None) -> str:
-        """A readable summary: counts per tier and the most important memories of each."""
+        """A readable summary: counts per tier, then the most important memories of each.
+
+        The memories are rendered as quoted evidence (see :func:`hello_memory.context.render_items`):
+        one JSON-quoted line each inside a ``<memory_evidence>`` block, so a stored ``assistant: ...``
+        line or ``<|im_start|>system`` reaches a model as data, never as chat structure.
+        """
+        from hello_memory.context import render_items
+
         uid = self._user(user_id)
         check_limit(limit)
         st = self.stats(user_id=uid)
-        lines = [
-            f"Memory summary for {uid}: {st.total} memories "
-            + ", ".join(f"{k} {v}" for k, v in st.by_type.items())
-        ]
+        head = f"Memory summary for {uid}: {st.total} memories " + ", ".join(
+            f"{k} {v}" for k, v in st.by_type.items()
+        )
+        top: list[MemoryItem] = []
         for t in self.enabled:
-            top = self.bundle.records.list_items(
+            top += self.bundle.records.list_items(
                 uid, types=[t.value], order="importance DESC, created_at DESC", limit=limit
             )
-            for it in top:
-                lines.append(
-                    f"- [{t.value}, {it.created_at:%Y-%m-%d}, importance {it.importance:.2f}] "
-                    f"{it.content[:200]}"
-                )
-        return "\n".join(lines)
+        return head + ("\n" + render_items(top, max_chars=SUMMARY_CHARS) if top else "")
 
     def build_context(
         self,

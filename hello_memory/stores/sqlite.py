@@ -18,10 +18,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from hello_memory.errors import StoreError
+from hello_memory.errors import InvalidInputError, StoreError
 from hello_memory.models import Entity, HistoryEntry, MemoryItem, MemoryType, Modality, Relation
 from hello_memory.stores.sqlite_base import SQLiteDatabase
 from hello_memory.stores.sqlite_lexical import ConversationLexicalIndex, fts_tokens, scope_token
+from hello_memory.validation import clamp_timestamp
 
 logger = logging.getLogger(__name__)
 
@@ -111,11 +112,29 @@ def _id_batches(ids: Sequence[str], size: int = 500) -> Iterator[tuple[list[str]
 
 
 def _dt(ts: float | None) -> datetime | None:
-    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
+    return None if ts is None else _dt_req(ts)
 
 
 def _dt_req(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
+    # Clamped: a time written before inputs were range-checked (year 10000 in UTC) must not make
+    # every read of its user fail.
+    return datetime.fromtimestamp(clamp_timestamp(ts), tz=timezone.utc)
+
+
+#: The orders :meth:`SQLiteRecordStore.list_items` accepts (a whitelist: ``order`` is never SQL).
+ORDERS = {
+    "created_at DESC": "created_at DESC",
+    "created_at": "created_at",
+    "created_at ASC": "created_at ASC",
+    "importance DESC, created_at DESC": "importance DESC, created_at DESC",
+}
+
+
+def _order_sql(order: object) -> str:
+    sql = ORDERS.get(order) if isinstance(order, str) else None
+    if sql is None:
+        raise InvalidInputError(f"order must be one of {sorted(ORDERS)}, got {order!r}", field="order")
+    return sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,9 +470,9 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
                     r[0],
                     MemoryType(r[1]),
                     r[2],
-                    r[3],
+                    clamp_timestamp(r[3]),
                     r[4],
-                    r[5],
+                    None if r[5] is None else clamp_timestamp(r[5]),
                     r[6],
                     tuple(r[7].split()) if r[7] else (),
                     tuple(json.loads(r[8])) if r[8] and r[8] != "[]" else (),
@@ -471,12 +490,16 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         order: str = "created_at DESC",
         limit: int | None = None,
     ) -> list[MemoryItem]:
-        """A user's memories, filtered (``deleted=None`` returns live and deleted)."""
+        """A user's memories, filtered (``deleted=None`` returns live and deleted).
+
+        ``order`` is one of :data:`ORDERS` (anything else is :class:`InvalidInputError`).
+        """
+        order_sql = _order_sql(order)
         where, params = self._where(user_id, types, deleted, session_id, time_range)
         # Without statistics SQLite picks (user_id, created_at) to satisfy the ORDER BY and scans
         # every memory of the user; with a tier filter the (user_id, memory_type, ...) index wins.
         index = " INDEXED BY ix_mem_user_type_created" if types else ""
-        sql = f"SELECT {','.join(_COLUMNS)} FROM memories{index} WHERE {where} ORDER BY {order}"
+        sql = f"SELECT {','.join(_COLUMNS)} FROM memories{index} WHERE {where} ORDER BY {order_sql}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [self.from_row(r) for r in self.query(sql, params)]
