@@ -407,7 +407,9 @@ def recover(mm: MemoryManager) -> None:
         for memory_id, user_id, op in pending:
             item = bundle.records.fetch([memory_id], user_id, include_deleted=True).get(memory_id)
             if item is None or op in ("unindex", "purge") or item.deleted_at is not None:
-                ghost = item or MemoryItem(id=memory_id, user_id=user_id, memory_type=MemoryType.EPISODIC, content="-")
+                ghost = item or MemoryItem(
+                    id=memory_id, user_id=user_id, memory_type=MemoryType.EPISODIC, content="-"
+                )
                 _unindex_everywhere(mm, ghost)
                 if op == "purge":
                     _delete_records(mm, [memory_id])

@@ -181,9 +181,15 @@ class MemoryManager:
             spec.setdefault("importance", 0.5)
             built.append(
                 indexing.build_item(
-                    self, content=spec["content"], memory_type=spec["memory_type"],
-                    importance=spec["importance"], user_id=spec["user_id"], session_id=spec.get("session_id"),
-                    created_at=spec.get("created_at"), metadata=spec.get("metadata"), fields=extra,
+                    self,
+                    content=spec["content"],
+                    memory_type=spec["memory_type"],
+                    importance=spec["importance"],
+                    user_id=spec["user_id"],
+                    session_id=spec.get("session_id"),
+                    created_at=spec.get("created_at"),
+                    metadata=spec.get("metadata"),
+                    fields=extra,
                 )
             )
         if not built:

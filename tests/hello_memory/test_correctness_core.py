@@ -160,7 +160,8 @@ def test_a_stored_out_of_range_time_does_not_break_the_users_reads(manager) -> N
     with sqlite3.connect(manager.bundle.home / "records.db") as conn:
         ts = 253402318799.0 + 5 * 3600  # 9999-12-31T23:59:59-05:00
         conn.execute("UPDATE memories SET created_at=?, updated_at=? WHERE id=?", (ts, ts, bad.id))
-        conn.execute("UPDATE memories SET created_at=?, last_accessed_at=? WHERE id=?", (-62135596800.0 * 2, ts, work.id))
+        year_minus_1970 = -62135596800.0 * 2
+        conn.execute("UPDATE memories SET created_at=?, last_accessed_at=? WHERE id=?", (year_minus_1970, ts, work.id))
     assert {i.id for i in manager.get_all()} >= {bad.id, good.id}
     assert manager.get(bad.id).created_at.year == 2200  # clamped into the valid range on read
     assert good.id in {h.item.id for h in manager.search("an ordinary memory")}
