@@ -74,6 +74,35 @@ class StoreLockedError(StoreError):
         self.path = path
 
 
+class DiskFullError(StoreError):
+    """The filesystem holding a store has no room left for a write; nothing of the write was kept.
+
+    Reads keep working. Free space in ``path`` (or move the data directory) and retry.
+
+    Attributes:
+        path: the directory or file that could not grow.
+        free_bytes: free bytes on its filesystem when the write was refused, if known.
+        needed_bytes: the free space writes ask for, when the refusal came from that check.
+    """
+
+    def __init__(self, path: str, *, free_bytes: int | None = None, needed_bytes: int | None = None) -> None:
+        detail = ""
+        if free_bytes is not None:
+            detail = f" ({free_bytes / 2**20:.1f} MiB free"
+            detail += f", writes need {needed_bytes / 2**20:.0f} MiB)" if needed_bytes is not None else ")"
+        super().__init__(f"disk full: free space in {path!r}{detail}; nothing was written, reads still work")
+        self.path = path
+        self.free_bytes = free_bytes
+        self.needed_bytes = needed_bytes
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_disk_full, (self.path, self.free_bytes, self.needed_bytes))
+
+
+def _disk_full(path: str, free_bytes: int | None, needed_bytes: int | None) -> DiskFullError:
+    return DiskFullError(path, free_bytes=free_bytes, needed_bytes=needed_bytes)
+
+
 class CorruptStoreError(StoreError):
     """A store file exists but cannot be read (for example a damaged SQLite file)."""
 

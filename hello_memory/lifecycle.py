@@ -19,7 +19,13 @@ from hello_memory.models import (
 )
 from hello_memory.scoring import recency
 from hello_memory.text import estimate_tokens, lexical_tokens
-from hello_memory.validation import check_flag, check_importance, check_memory_type
+from hello_memory.validation import (
+    check_flag,
+    check_importance,
+    check_memory_type,
+    check_memory_types,
+    check_number,
+)
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
@@ -116,19 +122,14 @@ def forget(
         )
     purge = check_flag(purge, "purge")
     threshold = check_importance(threshold, "threshold")
-    if (
-        isinstance(max_age_days, bool)
-        or not isinstance(max_age_days, int | float)
-        or not (math.isfinite(max_age_days) and max_age_days >= 0)
-    ):
-        raise InvalidInputError("max_age_days must be a non-negative number", field="max_age_days")
+    max_age = check_number(max_age_days, "max_age_days")
     if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0):
         raise InvalidInputError("capacity must be a non-negative integer", field="capacity")
-    types = [check_memory_type(t, mm.enabled, "memory_types") for t in (memory_types or mm.enabled)]
+    types = check_memory_types(memory_types, mm.enabled)
     chosen: list[tuple[MemoryItem, str]] = []
     for t in types:  # capacity applies per tier
         items = mm.bundle.records.list_items(user_id, types=[t.value])
-        chosen += _select(mm, items, strategy, threshold, float(max_age_days), capacity)
+        chosen += _select(mm, items, strategy, threshold, max_age, capacity)
     victims = [it for it, _ in chosen]
     if purge:
         indexing.purge(mm, victims)

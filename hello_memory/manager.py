@@ -30,13 +30,31 @@ from hello_memory.models import (
     ScoredMemory,
     utcnow,
 )
-from hello_memory.runtime import StoreBundle, acquire, release
+from hello_memory.runtime import StoreBundle, acquire, release, resolve_home
 from hello_memory.settings import Settings
 from hello_memory.stores.base import GraphStore, VectorStore
 from hello_memory.validation import check_flag, check_id, check_limit, check_memory_type
 
 logger = logging.getLogger(__name__)
 SUMMARY_CHARS = 200  # characters of each memory shown by summary()
+
+
+_PROTOCOLS: dict[str, type] = {
+    "embedder": Embedder,
+    "vector_store": VectorStore,
+    "graph_store": GraphStore,
+    "llm": LLMClient,
+}
+
+
+def _check_injected(**given: object) -> None:
+    """Injected components must implement their protocol (checked now, not at first use)."""
+    for name, value in given.items():
+        protocol = _PROTOCOLS[name]
+        if value is not None and not isinstance(value, protocol):
+            raise InvalidInputError(
+                f"{name} must implement {protocol.__name__}, got {type(value).__name__}", field=name
+            )
 
 
 class MemoryManager:
@@ -67,11 +85,16 @@ class MemoryManager:
         graph_store: GraphStore | None = None,
         llm: LLMClient | None = None,
     ) -> None:
+        if settings is not None and not isinstance(settings, Settings):
+            raise InvalidInputError(
+                f"settings must be a Settings, got {type(settings).__name__}", field="settings"
+            )
         settings = settings or Settings()
         if home is not None:
-            settings = settings.model_copy(update={"home": Path(home)})
+            settings = settings.model_copy(update={"home": resolve_home(home)})
         self.settings = settings
         self.user_id = check_id(user_id, "user_id")
+        _check_injected(embedder=embedder, vector_store=vector_store, graph_store=graph_store, llm=llm)
         flags = {
             MemoryType.WORKING: check_flag(enable_working, "enable_working"),
             MemoryType.EPISODIC: check_flag(enable_episodic, "enable_episodic"),

@@ -89,6 +89,33 @@ def check_memory_type(value: Any, enabled: Iterable[MemoryType], field: str = "m
     return mt
 
 
+def check_memory_types(
+    value: Any, enabled: Iterable[MemoryType], field: str = "memory_types"
+) -> list[MemoryType]:
+    """A list of known, enabled memory types (one name is a list of one); ``None`` = every enabled type."""
+    enabled = list(enabled)
+    if value is None:
+        return enabled
+    if isinstance(value, str | MemoryType):
+        value = [value]
+    if not isinstance(value, list | tuple | set | frozenset):
+        raise InvalidInputError(f"{field} must be a list of memory type names", field=field)
+    return list(dict.fromkeys(check_memory_type(t, enabled, field) for t in value))
+
+
+def check_number(value: Any, field: str, *, minimum: float = 0.0) -> float:
+    """A finite number of at least ``minimum`` (booleans and huge integers refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"{field} must be a number, got {type(value).__name__}", field=field)
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf
+    if not math.isfinite(v) or v < minimum:
+        raise InvalidInputError(f"{field} must be a finite number >= {minimum:g}, got {value!r}", field=field)
+    return v
+
+
 def check_metadata(value: Any) -> dict[str, Any]:
     """A JSON-serialisable dict with string keys, at most ``MAX_METADATA_BYTES`` when encoded."""
     if value is None:
