@@ -8,12 +8,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hello_memory import indexing
-from hello_memory.errors import InvalidInputError, LLMError
+from hello_memory.errors import IndexPendingError, InvalidInputError, LLMError
 from hello_memory.models import (
     ConsolidateReport,
     ForgetReport,
     ForgottenItem,
-    HistoryEntry,
     MemoryItem,
     MemoryType,
 )
@@ -130,15 +129,7 @@ def forget(
     for t in types:  # capacity applies per tier
         items = mm.bundle.records.list_items(user_id, types=[t.value])
         chosen += _select(mm, items, strategy, threshold, max_age, capacity)
-    victims = [it for it, _ in chosen]
-    if purge:
-        indexing.purge(mm, victims)
-        if victims:
-            indexing.scrub(mm)
-    else:
-        for it, reason in chosen:
-            indexing.soft_delete(mm, [it], reason)
-    return ForgetReport(
+    report = ForgetReport(
         strategy=strategy,
         purged=purge,
         forgotten=[
@@ -146,6 +137,15 @@ def forget(
             for it, r in chosen
         ],
     )
+    try:
+        if purge and chosen:
+            indexing.remove(mm, [it for it, _ in chosen])
+        elif chosen:
+            indexing.soft_delete(mm, [it for it, _ in chosen], [r for _, r in chosen])
+    except IndexPendingError as e:  # committed: the report is true, only the index lags
+        e.result = report
+        raise
+    return report
 
 
 def consolidate(
@@ -254,17 +254,5 @@ def _commit_consolidation(
     new_items: list[MemoryItem],
     merges: list[tuple[MemoryItem, MemoryItem]],
 ) -> None:
-    """Insert the promoted items first; only then remove the sources (a failure keeps them)."""
-    if new_items:
-        indexing.insert(mm, new_items)
-    records = mm.bundle.records
-    with records.transaction() as conn:
-        for src, twin in merges:
-            if src.importance > twin.importance:
-                records.replace(conn, twin.model_copy(update={"importance": src.importance}), None)
-            records.add_history(
-                conn,
-                HistoryEntry(memory_id=twin.id, event="merge", new={"merged_from": src.id}, at=mm._now()),
-                twin.user_id,
-            )
-    indexing.purge(mm, sources)
+    """Promote, merge and remove the sources in one all-or-nothing write (a failure keeps the sources)."""
+    indexing.consolidate(mm, sources, indexing.prepare(mm, new_items), merges)

@@ -186,6 +186,25 @@ def lock_holder(home: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def check_components(**given: object) -> None:
+    """Injected components (``embedder``, ``vector_store``, ``graph_store``, ``llm``) must implement
+    their protocol: checked when the façade is built, not at first use deep inside a write."""
+    from hello_memory.embedders.base import Embedder
+    from hello_memory.llm.base import LLMClient
+
+    protocols: dict[str, type] = {
+        "embedder": Embedder,
+        "vector_store": VectorStore,
+        "graph_store": GraphStore,
+        "llm": LLMClient,
+    }
+    for name, value in given.items():
+        if value is not None and not isinstance(value, protocols[name]):
+            raise InvalidInputError(
+                f"{name} must implement {protocols[name].__name__}, got {type(value).__name__}", field=name
+            )
+
+
 def _open_graph(settings: Settings, home: Path) -> GraphStore:
     if settings.neo4j_uri:
         from hello_memory.stores.neo4j import Neo4jGraphStore

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
@@ -60,6 +61,24 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def check_memory_id(value: Any, field: str = "memory_id") -> str:
+    """A client-supplied memory id: a full UUID, 36 characters with hyphens (any case), returned lowercase.
+
+    Any UUID version is accepted: ``uuid5`` of a stable key makes a deterministic, retry-safe id.
+    """
+    if isinstance(value, str) and len(value) == 36:
+        try:
+            canonical = str(uuid.UUID(value))
+        except ValueError:
+            canonical = ""
+        if canonical == value.lower():
+            return canonical
+    raise InvalidInputError(
+        f"{field} must be a full UUID (36 characters with hyphens, e.g. str(uuid.uuid4())), got {value!r:.60}",
+        field=field,
+    )
 
 
 def check_importance(value: Any, field: str = "importance") -> float:

@@ -358,6 +358,16 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
             (memory_id, user_id, op, at),
         )
 
+    def journal(self, entries: Sequence[tuple[str, str]], op: str, at: float) -> None:
+        """Journal ``op`` for ``(memory_id, user_id)`` entries in a transaction of its own (committed now)."""
+        if not entries:
+            return
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO pending(memory_id,user_id,op,at) VALUES (?,?,?,?)",
+                [(mid, uid, op, at) for mid, uid in entries],
+            )
+
     def clear_pending(self, ids: Sequence[str]) -> None:
         """Remove journal entries whose vector operation completed."""
         if not ids:
@@ -598,14 +608,20 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         """Every user id with at least one memory row."""
         return [r[0] for r in self.query("SELECT DISTINCT user_id FROM memories")]
 
-    def forget_user(self, user_id: str) -> dict[str, int]:
-        """Delete every row of ``user_id`` in every table; returns counts per table."""
+    def forget_user(self, user_id: str, *, keep_journal: bool = False) -> dict[str, int]:
+        """Delete every row of ``user_id`` in every table; returns counts per table.
+
+        ``keep_journal`` keeps the user's ``pending`` entries (their index clean-up is still to do).
+        """
+        tables = (
+            ("memories", "history", "facts") if keep_journal else ("memories", "history", "pending", "facts")
+        )
         with self.transaction() as conn:
             scope = scope_token(user_id)
             self._forget_frequencies()
             fts = conn.execute("DELETE FROM memories_fts WHERE scope=?", (scope,)).rowcount
             counts = {"lexical": fts}
-            for table in ("memories", "history", "pending", "facts"):
+            for table in tables:
                 counts[table] = conn.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,)).rowcount
         return counts
 
