@@ -97,6 +97,8 @@ def _failed(
             undo()
         except Exception as undo_error:
             logger.error("%s failed and its index could not be put back: %s", what, undo_error)
+            if isinstance(error, DiskFullError):  # nothing more can be written: recovery re-syncs later
+                raise error from undo_error
             raise StoreError(
                 f"{what} failed, nothing was changed in the records ({error}); the index could not be put "
                 f"back ({undo_error}) and is repaired {RECOVER_HINT}"

@@ -181,7 +181,7 @@ class MemoryManager:
         prepared = indexing.prepare(self, [it for it in built if it.id not in known])
         with self.bundle.lock:
             stored = {it.id: it for it in indexing.insert(self, prepared)}
-        return [known.get(it.id) or stored[it.id] for it in built]
+        return [known[it.id] if it.id in known else stored[it.id] for it in built]
 
     # -- read -------------------------------------------------------------------------------
     def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from hello_memory import lifecycle
+from hello_memory.errors import DiskFullError
 from hello_memory.models import MemoryItem, MemoryStats
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
 
+logger = logging.getLogger(__name__)
 SUMMARY_CHARS = 200  # characters of each memory shown by summary()
 
 
@@ -19,7 +22,11 @@ def stats(mm: MemoryManager, user_id: str) -> MemoryStats:
     records = mm.bundle.records
     by_type = {t.value: 0 for t in mm.enabled}
     by_type.update(records.count_by_type(user_id))
-    graph = mm.bundle.graph.counts(user_id)
+    try:
+        graph = mm.bundle.graph.counts(user_id)
+    except DiskFullError as e:  # a graph file that cannot even be created: report the rest
+        logger.warning("graph counts unavailable: %s", e)
+        graph = {}
     embedder = mm._embedder.name if mm._embedder else mm.settings.resolved_embedder()
     return MemoryStats(
         user_id=user_id,

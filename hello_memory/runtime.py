@@ -15,7 +15,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from hello_memory.errors import DiskFullError, InvalidInputError, StoreError, StoreLockedError
 from hello_memory.settings import Settings
@@ -102,27 +102,23 @@ class DirLock:
     """
 
     def __init__(self, home: Path) -> None:
+        self._fds: list[int] = []
         try:
             home.mkdir(parents=True, exist_ok=True)
-            self._dir_fd: int | None = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
+            self._fds.append(os.open(home, os.O_RDONLY | os.O_DIRECTORY))
         except OSError as e:  # home is a file, a device, read-only, ...
             raise _path_error(home, e) from e
-        self._file: IO[str] | None = None
         try:
-            _try_flock(self._dir_fd, home)
-            self._file = _lock_file(home)
+            _try_flock(self._fds[0], home)
+            self._fds.append(_lock_file(home))
         except BaseException:
             self.release()
             raise
 
     def release(self) -> None:
-        """Unlock and close (idempotent)."""
-        if self._file is not None:
-            self._file.close()  # closing the last descriptor drops its flock
-            self._file = None
-        if self._dir_fd is not None:
-            os.close(self._dir_fd)
-            self._dir_fd = None
+        """Unlock and close (idempotent); closing the last descriptor drops its ``flock``."""
+        while self._fds:
+            os.close(self._fds.pop())
 
 
 def _try_flock(fd: int, home: Path) -> None:
@@ -132,25 +128,23 @@ def _try_flock(fd: int, home: Path) -> None:
         raise StoreLockedError(str(home), _describe_holder(home)) from e
 
 
-def _lock_file(home: Path) -> IO[str]:
+def _lock_file(home: Path) -> int:
     """Open, lock and fill in ``LOCK``; a full disk only costs the description, never the open."""
     try:
-        fh = open(home / "LOCK", "a+", encoding="utf-8")  # noqa: SIM115 - held for the lock's life
+        fd = os.open(home / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise _path_error(home, e) from e
     try:
-        _try_flock(fh.fileno(), home)
+        _try_flock(fd, home)
     except BaseException:
-        fh.close()
+        os.close(fd)
         raise
-    try:
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()}\n")
-        fh.flush()
+    try:  # unbuffered: nothing is left to flush (and fail) on close
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}\n".encode(), 0)
     except OSError as e:
         logger.warning("cannot write the lock holder into %s: %s", home / "LOCK", e.strerror or e)
-    return fh
+    return fd
 
 
 def _describe_holder(home: Path) -> str:

@@ -13,6 +13,12 @@ shard's files: 0.1-0.6 s where an fsync costs ~7 ms, too slow per write. The sto
 
 One process at a time: an open shard holds a lock on its WAL; a second opener gets
 :class:`~hello_memory.errors.StoreLockedError`.
+
+Full disks: the engine writes through memory maps, where running out of space is a SIGBUS that kills
+the process. Every load, write and flush first checks the free space it may need
+(:mod:`hello_memory.stores.space`): ``min_free_bytes`` plus the size of the write (more to create a
+collection) and raises :class:`~hello_memory.errors.DiskFullError` instead. Reads need only
+``LOAD_FREE_BYTES`` (plus, on tmpfs, the pages a first load of a shard fills).
 """
 
 from __future__ import annotations
@@ -35,11 +41,13 @@ import qdrant_edge as qe
 
 from hello_memory.errors import (
     CorruptStoreError,
+    DiskFullError,
     HelloMemoryError,
     NotFoundError,
     StoreError,
     StoreLockedError,
 )
+from hello_memory.stores import space
 from hello_memory.stores.base import Filter, VectorHit, VectorPoint
 from hello_memory.stores.vectors import (
     FLOAT_INDEX_KEYS,
@@ -59,6 +67,12 @@ from hello_memory.stores.vectors import (
 
 logger = logging.getLogger(__name__)
 
+#: Free space every write asks for, beyond its own size (a WAL segment fills through its memory map).
+MIN_FREE_BYTES = 16 << 20
+#: Free space to create a collection (its payload indexes write ~17 MiB at once on tmpfs).
+CREATE_FREE_BYTES = 64 << 20
+#: Free space to load a shard, read and flush (the engine touches a few new pages).
+LOAD_FREE_BYTES = 512 << 10
 META_FILE = "collection.json"
 SHARD_DIR = "shard"
 _WRITE_BATCH = 1024
@@ -104,6 +118,7 @@ class QdrantEdgeVectorStore:
         path: data directory; created if missing. Shards open on first use.
         flush_every_write: flush after every write (durable across power loss; slow, see above).
         flush_interval: otherwise flush when this many seconds passed since the last flush.
+        min_free_bytes: free space a write asks for beyond its own size (see "Full disks" above).
 
     Example:
         >>> import tempfile, uuid, numpy as np
@@ -117,9 +132,15 @@ class QdrantEdgeVectorStore:
     """
 
     def __init__(
-        self, path: str | Path, *, flush_every_write: bool = False, flush_interval: float = 30.0
+        self,
+        path: str | Path,
+        *,
+        flush_every_write: bool = False,
+        flush_interval: float = 30.0,
+        min_free_bytes: int = MIN_FREE_BYTES,
     ) -> None:
         self._path = Path(path)
+        self._min_free = min_free_bytes
         try:
             self._path.mkdir(parents=True, exist_ok=True)
         except OSError as e:  # the path is a file, read-only, ...
@@ -192,6 +213,8 @@ class QdrantEdgeVectorStore:
         with self._lock:
             shard, meta = self._open(collection)
             ids, matrix, payloads = prepare_points(collection, points, meta.dimension)
+            if ids:  # a point costs its vector about three times (WAL, vector storage, segment copy)
+                self._need(self._min_free + len(ids) * (12 * meta.dimension + 4096))
             for start in range(0, len(ids), _WRITE_BATCH):
                 end = start + _WRITE_BATCH
                 with self._errors("upsert"):
@@ -212,6 +235,7 @@ class QdrantEdgeVectorStore:
             shard, _ = self._open(collection)
             if not candidates:
                 return
+            self._need(self._min_free)
             with self._errors("delete"):
                 shard.update(qe.UpdateOperation.delete_points(list(candidates)))
             self._after_write(shard)
@@ -224,6 +248,7 @@ class QdrantEdgeVectorStore:
             with self._errors("delete"):
                 n = shard.count(qe.CountRequest(exact=True, filter=edge_filter))
                 if n:
+                    self._need(self._min_free)
                     shard.update(qe.UpdateOperation.delete_points_by_filter(edge_filter))
             if n:
                 self._after_write(shard)
@@ -301,6 +326,7 @@ class QdrantEdgeVectorStore:
         with self._lock:
             self._check_open()
             for shard in self._shards.values():
+                self._need(LOAD_FREE_BYTES)
                 with self._errors("flush"):
                     shard.flush()
             self._last_flush = time.monotonic()
@@ -312,7 +338,10 @@ class QdrantEdgeVectorStore:
         anything changed.
         """
         with self._lock:
-            shard, _ = self._open(collection)
+            shard, meta = self._open(collection)
+            with self._errors("count"):
+                points = shard.count(qe.CountRequest(exact=True))
+            self._need(CREATE_FREE_BYTES + 2 * points * (4 * meta.dimension + 1024))  # segments are rebuilt
             with self._errors("optimize"):
                 return shard.optimize()
 
@@ -326,7 +355,12 @@ class QdrantEdgeVectorStore:
             failure: Exception | None = None
             for name, shard in shards.items():
                 try:
-                    shard.flush()
+                    if self._room(LOAD_FREE_BYTES):
+                        shard.flush()
+                    else:  # the WAL already holds every write; flushing into a full disk could be SIGBUS
+                        logger.warning(
+                            "disk full: closing collection %s without a flush (its WAL has it)", name
+                        )
                     shard.close()
                 except Exception as e:  # close the others before reporting
                     logger.warning("closing collection %s failed: %s", name, e)
@@ -348,9 +382,11 @@ class QdrantEdgeVectorStore:
                 raise NotFoundError(
                     f"collection {name!r} does not exist; call ensure_collection first", object_id=name
                 )
+            shard_dir = self._path / name / SHARD_DIR
+            self._need(LOAD_FREE_BYTES + space.populate_deficit(shard_dir))
             with self._errors("load the shard"):
-                shard = qe.EdgeShard.load(str(self._path / name / SHARD_DIR))
-                _ensure_indexes(shard)
+                shard = qe.EdgeShard.load(str(shard_dir))
+                _ensure_indexes(shard, lambda: self._need(self._min_free))
             self._shards[name], self._metas[name] = shard, meta
             return shard, meta
 
@@ -361,6 +397,7 @@ class QdrantEdgeVectorStore:
             shutil.rmtree(shard_dir)
         cdir.mkdir(parents=True, exist_ok=True)
         config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=meta.dimension, distance=qe.Distance.Cosine))
+        self._need(CREATE_FREE_BYTES)
         with self._errors("create the shard"):
             shard = qe.EdgeShard.create(str(shard_dir), config)
             _ensure_indexes(shard)
@@ -379,9 +416,18 @@ class QdrantEdgeVectorStore:
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise CorruptStoreError(str(path), str(e)) from e
 
+    def _need(self, needed: int) -> None:
+        """Refuse an engine call that could run the filesystem out of space (a SIGBUS, not an error)."""
+        space.require(self._path, needed)
+
+    def _room(self, needed: int) -> bool:
+        free = space.free_bytes(self._path)
+        return free is None or free >= needed
+
     def _after_write(self, shard: qe.EdgeShard) -> None:
         now = time.monotonic()
-        if self._flush_every_write or now - self._last_flush >= self._flush_interval:
+        due = self._flush_every_write or now - self._last_flush >= self._flush_interval
+        if due and self._room(LOAD_FREE_BYTES):  # on a full disk the WAL keeps the write until later
             with self._errors("flush"):
                 shard.flush()
             self._last_flush = now
@@ -400,16 +446,20 @@ class QdrantEdgeVectorStore:
         except Exception as e:
             if "WouldBlock" in str(e):  # the WAL's file lock is held by another EdgeShard
                 raise StoreLockedError(str(self._path)) from e
+            if "No space left" in str(e) or "os error 28" in str(e):
+                raise DiskFullError(str(self._path), free_bytes=space.free_bytes(self._path)) from e
             raise StoreError(f"qdrant-edge failed to {action}: {e}") from e
 
 
-def _ensure_indexes(shard: qe.EdgeShard) -> None:
+def _ensure_indexes(shard: qe.EdgeShard, before_write: Any = None) -> None:
     """Create the payload indexes the shard lacks (idempotent, cheap when present)."""
     present = set(shard.info().payload_schema)
     wanted = [(k, qe.PayloadSchemaType.Keyword) for k in KEYWORD_INDEX_KEYS]
     wanted += [(k, qe.PayloadSchemaType.Float) for k in FLOAT_INDEX_KEYS]
     for key, schema in wanted:
         if key not in present:
+            if before_write is not None:
+                before_write()
             shard.update(qe.UpdateOperation.create_field_index(key, schema))
 
 

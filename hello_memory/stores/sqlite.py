@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from hello_memory.errors import InvalidInputError, StoreError
+from hello_memory.errors import DiskFullError, InvalidInputError
 from hello_memory.models import Entity, HistoryEntry, MemoryItem, MemoryType, Modality, Relation
-from hello_memory.stores.sqlite_base import SQLiteDatabase
+from hello_memory.stores.sqlite_base import SQLiteDatabase, sqlite_error
 from hello_memory.stores.sqlite_lexical import ConversationLexicalIndex, fts_tokens, scope_token
 from hello_memory.validation import clamp_timestamp
 
@@ -396,14 +396,21 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
         return [r[0] for r in rows]
 
     def touch(self, ids: Sequence[str], at: datetime) -> None:
-        """Record an access (last_accessed_at, access_count) for ``ids``."""
+        """Record an access (last_accessed_at, access_count) for ``ids``; best effort.
+
+        A read must not fail because its bookkeeping cannot be written: on a full disk the access
+        is not counted (logged) and the read goes on.
+        """
         if not ids:
             return
-        with self.transaction() as conn:
-            conn.executemany(
-                "UPDATE memories SET last_accessed_at=?, access_count=access_count+1 WHERE id=?",
-                [(_ts(at), i) for i in ids],
-            )
+        try:
+            with self.transaction() as conn:
+                conn.executemany(
+                    "UPDATE memories SET last_accessed_at=?, access_count=access_count+1 WHERE id=?",
+                    [(_ts(at), i) for i in ids],
+                )
+        except DiskFullError as e:
+            logger.warning("access counts not updated: %s", e)
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a key/value in the meta table."""
@@ -644,8 +651,8 @@ class SQLiteRecordStore(ConversationLexicalIndex, SQLiteDatabase):
                 if vacuum:
                     self.conn.execute("VACUUM")
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.DatabaseError as e:
-                raise StoreError(f"SQLite scrub failed: {e}") from e
+            except sqlite3.Error as e:
+                raise sqlite_error(e, self.path, "scrub") from e
 
     def residue(self, user_id: str) -> dict[str, int]:
         """Rows left for ``user_id`` in every table (0 everywhere after :meth:`forget_user`)."""
