@@ -90,7 +90,7 @@ class MemoryManager:
         self.llm = llm
         self._bundle: StoreBundle | None = acquire(settings, vectors=vector_store, graph=graph_store)
         try:
-            recovery.recover(self)
+            recovery.recover(self, opening=True)
         except BaseException:
             self.close()
             raise

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hello_memory import memory_index, semantic
+from hello_memory.errors import DiskFullError
 from hello_memory.models import MemoryItem, MemoryType
 
 if TYPE_CHECKING:
@@ -28,8 +29,23 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def recover(mm: MemoryManager) -> int:
-    """Complete every journalled index operation; returns how many there were."""
+def recover(mm: MemoryManager, *, opening: bool = False) -> int:
+    """Complete every journalled index operation; returns how many were completed.
+
+    ``opening``: called by the constructor. A full disk then postpones the work (logged) instead of
+    failing the open: the rows decide every read, so a lagging index only hides a memory from the
+    vector search until a later open or :meth:`MemoryManager.recover` completes it.
+    """
+    try:
+        return _recover(mm)
+    except DiskFullError as e:
+        if not opening:
+            raise
+        logger.warning("recovery of the memory index postponed: %s", e)
+        return 0
+
+
+def _recover(mm: MemoryManager) -> int:
     bundle = mm.bundle
     with bundle.lock:
         pending = bundle.records.pending()

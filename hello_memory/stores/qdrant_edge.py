@@ -73,6 +73,8 @@ MIN_FREE_BYTES = 16 << 20
 CREATE_FREE_BYTES = 64 << 20
 #: Free space to load a shard, read and flush (the engine touches a few new pages).
 LOAD_FREE_BYTES = 512 << 10
+#: Free space to delete points (a WAL record each): deleting must stay possible on a nearly full disk.
+DELETE_FREE_BYTES = 1 << 20
 META_FILE = "collection.json"
 SHARD_DIR = "shard"
 _WRITE_BATCH = 1024
@@ -235,7 +237,7 @@ class QdrantEdgeVectorStore:
             shard, _ = self._open(collection)
             if not candidates:
                 return
-            self._need(self._min_free)
+            self._need(DELETE_FREE_BYTES)
             with self._errors("delete"):
                 shard.update(qe.UpdateOperation.delete_points(list(candidates)))
             self._after_write(shard)
@@ -248,7 +250,7 @@ class QdrantEdgeVectorStore:
             with self._errors("delete"):
                 n = shard.count(qe.CountRequest(exact=True, filter=edge_filter))
                 if n:
-                    self._need(self._min_free)
+                    self._need(DELETE_FREE_BYTES)
                     shard.update(qe.UpdateOperation.delete_points_by_filter(edge_filter))
             if n:
                 self._after_write(shard)

@@ -67,13 +67,10 @@ def fill(mm: MemoryManager, rounds: int) -> None:
 
 
 def main(mode: str, home: str) -> None:
-    if not report("open", lambda: None):
+    opened: list[MemoryManager] = []
+    if not report("open", lambda: opened.append(open_manager(home))):
         return
-    try:
-        mm = open_manager(home)
-    except Exception as e:
-        print(json.dumps({"op": "open", "ok": False, "error": type(e).__name__, "message": str(e)}), flush=True)
-        return
+    mm = opened[0]
     if mode == "seed":
         for tier in TIERS:
             extra = {"source_path": "/m/seed.jpg"} if tier == "perceptual" else {}
