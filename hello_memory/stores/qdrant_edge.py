@@ -16,8 +16,10 @@ One process at a time: an open shard holds a lock on its WAL; a second opener ge
 
 Full disks: the engine writes through memory maps, where running out of space is a SIGBUS that kills
 the process. Every load, write and flush first checks the free space it may need
-(:mod:`hello_memory.stores.space`): ``min_free_bytes`` plus the size of the write (more to create a
-collection) and raises :class:`~hello_memory.errors.DiskFullError` instead. Reads need only
+(:mod:`hello_memory.stores.space`): ``min_free_bytes`` plus the size of the write and of the next flush
+(more to create a collection on tmpfs) and raises :class:`~hello_memory.errors.DiskFullError` instead.
+A collection is flushed once ``MAX_UNFLUSHED_BYTES`` are unflushed, and below 1 GiB free a
+``BALLAST_BYTES`` reserve file is kept and given back when a flush would not fit. Reads need only
 ``LOAD_FREE_BYTES`` (plus, on tmpfs, the pages a first load of a shard fills).
 """
 
@@ -69,12 +71,17 @@ logger = logging.getLogger(__name__)
 
 #: Free space every write asks for, beyond its own size (a WAL segment fills through its memory map).
 MIN_FREE_BYTES = 16 << 20
-#: Free space to create a collection (its payload indexes write ~17 MiB at once on tmpfs).
+#: Free space to create a collection on tmpfs, where its payload indexes write ~17 MiB at once (on
+#: ext4 0.2 MiB: there it needs ``min_free_bytes``).
 CREATE_FREE_BYTES = 64 << 20
 #: Free space to load a shard, read and flush (the engine touches a few new pages).
 LOAD_FREE_BYTES = 512 << 10
 #: Free space to delete points (a WAL record each): deleting must stay possible on a nearly full disk.
 DELETE_FREE_BYTES = 1 << 20
+#: Unflushed writes after which a collection is flushed (a flush writes them through memory maps).
+MAX_UNFLUSHED_BYTES = 8 << 20
+#: Space kept allocated in ``.reserve`` while writing, released so that a flush fits a full disk.
+BALLAST_BYTES = 24 << 20
 META_FILE = "collection.json"
 SHARD_DIR = "shard"
 _WRITE_BATCH = 1024
@@ -152,6 +159,8 @@ class QdrantEdgeVectorStore:
         self._shards: dict[str, qe.EdgeShard] = {}
         self._metas: dict[str, CollectionMeta] = {}
         self._last_flush = time.monotonic()
+        self._debt: dict[str, int] = {}  # per collection, bytes written since its last flush
+        self._ballast = space.Ballast(self._path / ".reserve", BALLAST_BYTES)
         self._lock = threading.RLock()
         self._closed = False
 
@@ -216,7 +225,10 @@ class QdrantEdgeVectorStore:
             shard, meta = self._open(collection)
             ids, matrix, payloads = prepare_points(collection, points, meta.dimension)
             if ids:  # a point costs its vector about three times (WAL, vector storage, segment copy)
-                self._need(self._min_free + len(ids) * (12 * meta.dimension + 4096))
+                self._ballast.fill()  # no write without room for the flush that must follow it
+                write = len(ids) * (12 * meta.dimension + 4096)
+                self._need(self._min_free + self._flush_need() + self._ballast.missing() + write)
+                self._owe(collection, len(ids) * (4 * meta.dimension + 1024))
             for start in range(0, len(ids), _WRITE_BATCH):
                 end = start + _WRITE_BATCH
                 with self._errors("upsert"):
@@ -228,7 +240,7 @@ class QdrantEdgeVectorStore:
                     ]
                     shard.update(qe.UpdateOperation.upsert_points(batch))
             if ids:
-                self._after_write(shard)
+                self._after_write(collection, shard)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         """Delete points by id (absent ids are ignored)."""
@@ -238,9 +250,10 @@ class QdrantEdgeVectorStore:
             if not candidates:
                 return
             self._need(DELETE_FREE_BYTES)
+            self._owe(collection, 64 * len(candidates))
             with self._errors("delete"):
                 shard.update(qe.UpdateOperation.delete_points(list(candidates)))
-            self._after_write(shard)
+            self._after_write(collection, shard)
 
     def delete_where(self, collection: str, where: Filter) -> int:
         """Delete every point matching ``where`` (which must have a condition); returns the count."""
@@ -251,9 +264,10 @@ class QdrantEdgeVectorStore:
                 n = shard.count(qe.CountRequest(exact=True, filter=edge_filter))
                 if n:
                     self._need(DELETE_FREE_BYTES)
+                    self._owe(collection, 64 * n)
                     shard.update(qe.UpdateOperation.delete_points_by_filter(edge_filter))
             if n:
-                self._after_write(shard)
+                self._after_write(collection, shard)
             return n
 
     # -- reads ----------------------------------------------------------------------------------
@@ -327,10 +341,13 @@ class QdrantEdgeVectorStore:
         """Flush every open shard to disk (durable across power loss)."""
         with self._lock:
             self._check_open()
-            for shard in self._shards.values():
-                self._need(LOAD_FREE_BYTES)
+            for name, shard in self._shards.items():
+                if not self._room(self._flush_need(name)):
+                    self._ballast.release()
+                self._need(self._flush_need(name))
                 with self._errors("flush"):
                     shard.flush()
+                self._debt.pop(name, None)
             self._last_flush = time.monotonic()
 
     def optimize(self, collection: str) -> bool:
@@ -343,7 +360,7 @@ class QdrantEdgeVectorStore:
             shard, meta = self._open(collection)
             with self._errors("count"):
                 points = shard.count(qe.CountRequest(exact=True))
-            self._need(CREATE_FREE_BYTES + 2 * points * (4 * meta.dimension + 1024))  # segments are rebuilt
+            self._need(self._min_free + 2 * points * (4 * meta.dimension + 1024))  # segments are rebuilt
             with self._errors("optimize"):
                 return shard.optimize()
 
@@ -357,12 +374,7 @@ class QdrantEdgeVectorStore:
             failure: Exception | None = None
             for name, shard in shards.items():
                 try:
-                    if self._room(LOAD_FREE_BYTES):
-                        shard.flush()
-                    else:  # the WAL already holds every write; flushing into a full disk could be SIGBUS
-                        logger.warning(
-                            "disk full: closing collection %s without a flush (its WAL has it)", name
-                        )
+                    self._flush_shard(name, shard)
                     shard.close()
                 except Exception as e:  # close the others before reporting
                     logger.warning("closing collection %s failed: %s", name, e)
@@ -399,7 +411,9 @@ class QdrantEdgeVectorStore:
             shutil.rmtree(shard_dir)
         cdir.mkdir(parents=True, exist_ok=True)
         config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=meta.dimension, distance=qe.Distance.Cosine))
-        self._need(CREATE_FREE_BYTES)
+        self._ballast.fill()
+        create = CREATE_FREE_BYTES if space.allocates_on_read(self._path) else self._min_free
+        self._need(create + self._ballast.missing())
         with self._errors("create the shard"):
             shard = qe.EdgeShard.create(str(shard_dir), config)
             _ensure_indexes(shard)
@@ -426,12 +440,31 @@ class QdrantEdgeVectorStore:
         free = space.free_bytes(self._path)
         return free is None or free >= needed
 
-    def _after_write(self, shard: qe.EdgeShard) -> None:
-        now = time.monotonic()
-        due = self._flush_every_write or now - self._last_flush >= self._flush_interval
-        if due and self._room(LOAD_FREE_BYTES):  # on a full disk the WAL keeps the write until later
+    def _owe(self, name: str, written: int) -> None:
+        self._debt[name] = self._debt.get(name, 0) + written
+
+    def _flush_need(self, name: str | None = None) -> int:
+        """Free space a flush asks for: it writes the unflushed payloads and mappings through memory maps
+        (a flush with too little room measured as a SIGBUS on ext4), for one collection or all."""
+        debt = sum(self._debt.values()) if name is None else self._debt.get(name, 0)
+        return LOAD_FREE_BYTES + 2 * debt
+
+    def _flush_shard(self, name: str, shard: qe.EdgeShard) -> None:
+        """Flush one collection, releasing the ballast first when the disk has no room left for it."""
+        if not self._room(self._flush_need(name)):
+            self._ballast.release()
+        if self._room(self._flush_need(name)):
             with self._errors("flush"):
                 shard.flush()
+            self._debt.pop(name, None)
+        else:  # the WAL holds every write: the next load replays it
+            logger.warning("disk full: collection %s not flushed (its write-ahead log has it)", name)
+
+    def _after_write(self, name: str, shard: qe.EdgeShard) -> None:
+        now = time.monotonic()
+        due = self._flush_every_write or now - self._last_flush >= self._flush_interval
+        if due or self._debt.get(name, 0) > MAX_UNFLUSHED_BYTES:
+            self._flush_shard(name, shard)
             self._last_flush = now
 
     def _check_open(self) -> None:

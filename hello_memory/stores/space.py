@@ -57,9 +57,14 @@ def sparse_deficit(root: Path, *parts: str) -> int:
     return total
 
 
+def allocates_on_read(path: Path) -> bool:
+    """True on tmpfs and ramfs, where touching a hole of a shared mapping allocates a page."""
+    return filesystem_type(path) in _ALLOCATE_ON_READ
+
+
 def populate_deficit(shard: Path) -> int:
     """What loading the shard allocates: its sparse index and vector files where reads allocate (tmpfs)."""
-    if filesystem_type(shard) not in _ALLOCATE_ON_READ:
+    if not allocates_on_read(shard):
         return 0
     return sparse_deficit(shard / "segments", "payload_index", "vector_storage")
 
@@ -91,3 +96,53 @@ def _mount_type(real: str) -> str:
     except OSError:
         return ""
     return kind
+
+
+class Ballast:
+    """A file of reserved disk space, given back when a flush must fit on an otherwise full disk.
+
+    Flushing (and closing) an embedded shard writes its unflushed payloads and mappings through
+    memory maps, so it cannot fail cleanly on a full disk: it is a SIGBUS (measured on ext4). Once
+    the filesystem has less than ``low_water`` free, the store keeps ``size`` bytes allocated while
+    it writes, and releases them to flush when nothing else is left. (Above ``low_water`` there is
+    no ballast: a disk with room does not pay for one.)
+    """
+
+    def __init__(self, path: Path, size: int, *, low_water: int = 1 << 30) -> None:
+        self.path = path
+        self.size = size
+        self.low_water = low_water
+
+    def needed(self) -> bool:
+        """Whether the ballast should exist now (the filesystem is below ``low_water``)."""
+        free = free_bytes(self.path.parent)
+        return free is not None and free < self.low_water
+
+    def missing(self) -> int:
+        """Bytes the ballast lacks (its full size when absent; 0 while it is not needed)."""
+        if not self.needed():
+            return 0
+        try:
+            st = self.path.stat()
+        except OSError:
+            return self.size
+        return max(0, self.size - st.st_blocks * 512)
+
+    def fill(self) -> None:
+        """Allocate the ballast when it is short and the filesystem has room for it (best effort)."""
+        short = self.missing()
+        free = free_bytes(self.path.parent)
+        if short == 0 or free is None or free < short + (1 << 20):
+            return
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                os.posix_fallocate(fd, 0, self.size)
+            finally:
+                os.close(fd)
+        except OSError:
+            self.release()
+
+    def release(self) -> None:
+        """Give the space back."""
+        self.path.unlink(missing_ok=True)
