@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
 
 _CHILD = """
 import os, signal, sys, time
@@ -66,7 +67,7 @@ def _write_then_kill(home: Path, n: int, embedder: str) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
-def _time_recovery(home: Path, embedder: str) -> tuple[float, int]:
+def _time_recovery(home: Path, embedder: Literal["e5", "tfidf"]) -> tuple[float, int]:
     from hello_memory import MemoryManager, Settings
     from hello_memory.embedders.factory import make_embedder
 
