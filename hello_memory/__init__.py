@@ -30,6 +30,9 @@ _EXPORTS = {
     "NotFoundError": "hello_memory.errors",
     "StoreError": "hello_memory.errors",
     "StoreLockedError": "hello_memory.errors",
+    "DiskFullError": "hello_memory.errors",
+    "IndexPendingError": "hello_memory.errors",
+    "IdConflictError": "hello_memory.errors",
     "DimensionMismatchError": "hello_memory.errors",
     "EmbeddingError": "hello_memory.errors",
     "LLMError": "hello_memory.errors",
@@ -41,8 +44,11 @@ if TYPE_CHECKING:
     from hello_memory.context import ContextBlock
     from hello_memory.errors import (
         DimensionMismatchError,
+        DiskFullError,
         EmbeddingError,
         HelloMemoryError,
+        IdConflictError,
+        IndexPendingError,
         InvalidInputError,
         LLMError,
         MissingDependencyError,

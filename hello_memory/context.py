@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.errors import InvalidInputError
-from hello_memory.models import ScoredMemory
+from hello_memory.models import MemoryItem, ScoredMemory
 from hello_memory.text import estimate_tokens
 from hello_memory.validation import check_budget, check_score
 
@@ -47,10 +47,10 @@ class ContextBlock(BaseModel):
         return [{"role": self.position, "content": self.text}]
 
 
-def label(hit: ScoredMemory) -> str:
-    """Provenance label, e.g. ``[semantic memory, 2026-03-02, inferred]``."""
-    item = hit.item
-    parts = [f"{item.memory_type.value} memory", f"{item.created_at:%Y-%m-%d}"]
+def label(hit: ScoredMemory | MemoryItem, *extra: str) -> str:
+    """Provenance label, e.g. ``[semantic memory, 2026-03-02, inferred]`` (``extra`` parts appended)."""
+    item = hit.item if isinstance(hit, ScoredMemory) else hit
+    parts = [f"{item.memory_type.value} memory", f"{item.created_at:%Y-%m-%d}", *extra]
     if item.metadata.get("inferred") or item.metadata.get("consolidated_by_llm"):
         parts.append("inferred")
     if item.valid_to is not None:
@@ -73,6 +73,21 @@ def render(hits: list[ScoredMemory]) -> str:
     lines = ["<memory_evidence>", PREAMBLE]
     for n, h in enumerate(hits, 1):
         lines.append(f"{n}. {label(h)} {quote(h.item.content)}")
+    lines.append("</memory_evidence>")
+    return "\n".join(lines)
+
+
+def render_items(items: list[MemoryItem], *, max_chars: int | None = None) -> str:
+    """Stored memories (not search hits) as the same evidence block, labelled with their importance.
+
+    ``max_chars`` shortens each text (marked with ``…``) inside its quotes.
+    """
+    lines = ["<memory_evidence>", PREAMBLE]
+    for n, it in enumerate(items, 1):
+        text = it.content
+        if max_chars is not None and len(text) > max_chars:
+            text = text[:max_chars] + "…"
+        lines.append(f"{n}. {label(it, f'importance {it.importance:.2f}')} {quote(text)}")
     lines.append("</memory_evidence>")
     return "\n".join(lines)
 

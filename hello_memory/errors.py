@@ -34,8 +34,40 @@ class NotFoundError(HelloMemoryError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class IdConflictError(InvalidInputError):
+    """A client-supplied ``memory_id`` is already taken by a different memory; nothing was stored.
+
+    Retrying an ``add`` with the same id and the same content is not a conflict: it returns the
+    stored memory. The message never shows the other memory's content or owner.
+    """
+
+    def __init__(self, message: str, *, memory_id: str) -> None:
+        super().__init__(message, field="memory_id")
+        self.memory_id = memory_id
+
+
 class StoreError(HelloMemoryError, RuntimeError):
     """A storage backend failed; the original exception is chained as ``__cause__``."""
+
+
+class IndexPendingError(StoreError):
+    """Committed, index pending: a deletion took effect, but the vector index or graph still lags.
+
+    Raised by forget, remove, clear_all and forget_user when the rows were deleted (or marked
+    forgotten) and committed, so no read returns the memories any more, but removing their vectors
+    or graph links failed. The work is journalled and completed when the data directory is next
+    opened, or by :meth:`MemoryManager.recover`. Callers that only need the deletion to be visible
+    may treat it as success.
+
+    Attributes:
+        memory_ids: the memories whose index clean-up is pending.
+        result: what the call would have returned (e.g. the ``ForgetReport``), when there is one.
+    """
+
+    def __init__(self, message: str, *, memory_ids: list[str], result: object = None) -> None:
+        super().__init__(message)
+        self.memory_ids = memory_ids
+        self.result = result
 
 
 class DimensionMismatchError(StoreError, ValueError):
@@ -72,6 +104,35 @@ class StoreLockedError(StoreError):
         who = f" (held by {holder})" if holder else ""
         super().__init__(f"data directory {path!r} is in use by another process{who}")
         self.path = path
+
+
+class DiskFullError(StoreError):
+    """The filesystem holding a store has no room left for a write; nothing of the write was kept.
+
+    Reads keep working. Free space in ``path`` (or move the data directory) and retry.
+
+    Attributes:
+        path: the directory or file that could not grow.
+        free_bytes: free bytes on its filesystem when the write was refused, if known.
+        needed_bytes: the free space writes ask for, when the refusal came from that check.
+    """
+
+    def __init__(self, path: str, *, free_bytes: int | None = None, needed_bytes: int | None = None) -> None:
+        detail = ""
+        if free_bytes is not None:
+            detail = f" ({free_bytes / 2**20:.1f} MiB free"
+            detail += f", writes need {needed_bytes / 2**20:.0f} MiB)" if needed_bytes is not None else ")"
+        super().__init__(f"disk full: free space in {path!r}{detail}; nothing was written, reads still work")
+        self.path = path
+        self.free_bytes = free_bytes
+        self.needed_bytes = needed_bytes
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_disk_full, (self.path, self.free_bytes, self.needed_bytes))
+
+
+def _disk_full(path: str, free_bytes: int | None, needed_bytes: int | None) -> DiskFullError:
+    return DiskFullError(path, free_bytes=free_bytes, needed_bytes=needed_bytes)
 
 
 class CorruptStoreError(StoreError):

@@ -1,320 +1,341 @@
 """Writes that span stores: records + lexical (one SQLite transaction), vectors, graph.
 
-Order of every write (crash-safe, DESIGN §6 / issue 7): embed first (a failure stores nothing);
-then one SQLite transaction writes the record, its lexical tokens, its history and a ``pending``
-journal entry; then the vector index and the graph; then the journal entry is cleared. A process
-killed in between leaves a journal entry that :func:`recover` completes on the next open.
+How each write stays consistent (all-or-nothing for content, committed-first for deletions) is
+described in :mod:`hello_memory.journal`. Every content write follows validate → embed → lock →
+write: :func:`prepare`, :func:`prepare_update` and :func:`prepare_restore` embed and annotate
+without ``bundle.lock`` (one 200,000-character memory embeds for seconds, and other threads'
+searches must not wait for it); every other function here runs under the lock.
+
+Client-supplied ids make retries idempotent: :func:`existing` finds the items of a batch that are
+already stored (same id, same user, same content and type) so that they are returned, not stored
+again; any other use of a taken id is an :class:`~hello_memory.errors.IdConflictError`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import mimetypes
+import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hello_memory.errors import InvalidInputError, StoreError
-from hello_memory.models import HistoryEntry, MemoryItem, MemoryType, Modality
-from hello_memory.stores.base import Filter, VectorPoint
-from hello_memory.text import lexical_tokens
-from hello_memory.validation import (
-    MAX_METADATA_BYTES,
-    check_datetime,
-    check_id,
-    check_importance,
-    check_memory_type,
-    check_metadata,
-    check_text,
+from hello_memory import journal, memory_index, semantic
+from hello_memory.errors import IdConflictError, InvalidInputError
+from hello_memory.items import build_item, infer_modality, media_hash  # noqa: F401 - re-exported
+from hello_memory.memory_index import (  # noqa: F401 - re-exported
+    MEMORY_COLLECTION,
+    collection_for,
+    collection_tiers,
+    payload,
+    unindex,
 )
+from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
+from hello_memory.stores.base import Filter
+from hello_memory.text import lexical_tokens
+from hello_memory.validation import check_importance, check_metadata, check_text
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
+    from hello_memory.semantic import Links
 
 logger = logging.getLogger(__name__)
 
-MEMORY_COLLECTION = "memories"
-_VECTOR_TIERS = (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL)
-_TYPED_FIELDS = {
-    "event_type",
-    "context",
-    "outcome",
-    "participants",
-    "tags",
-    "modality",
-    "source_path",
-    "agent_id",
-    "valid_from",
-}
-_EXT_MODALITY = {
-    "image": Modality.IMAGE,
-    "audio": Modality.AUDIO,
-    "video": Modality.VIDEO,
-    "text": Modality.TEXT,
-}
+
+@dataclass
+class Prepared:
+    """Validated items with their vectors and graph links, ready for :func:`insert`."""
+
+    items: list[MemoryItem]
+    vectors: dict[str, np.ndarray]
+    links: dict[str, Links]
 
 
-def collection_for(item: MemoryItem) -> str:
-    """Vector collection of a memory: one for episodic+semantic, one per perceptual modality."""
-    if item.memory_type == MemoryType.PERCEPTUAL:
-        return f"perceptual_{(item.modality or Modality.OTHER).value}"
-    return MEMORY_COLLECTION
+def prepare(mm: MemoryManager, items: Sequence[MemoryItem]) -> Prepared:
+    """Embed and annotate new items (no lock needed; raises before anything is stored)."""
+    vectors = memory_index.embed(mm, items)
+    links = {it.id: semantic.annotate(mm, it) for it in items if it.memory_type == MemoryType.SEMANTIC}
+    return Prepared(list(items), vectors, links)
 
 
-def collection_tiers(name: str) -> frozenset[MemoryType]:
-    """The tiers whose memories :func:`collection_for` puts in collection ``name``."""
-    if name == MEMORY_COLLECTION:
-        return frozenset({MemoryType.EPISODIC, MemoryType.SEMANTIC})
-    return frozenset({MemoryType.PERCEPTUAL})
-
-
-def infer_modality(path: str | None) -> Modality:
-    """Modality from a file extension (``photo.jpg`` → image); ``text`` without a path."""
-    if not path:
-        return Modality.TEXT
-    mime, _ = mimetypes.guess_type(path)
-    return _EXT_MODALITY.get((mime or "").split("/")[0], Modality.OTHER)
-
-
-def build_item(
-    mm: MemoryManager,
-    *,
-    content: Any,
-    memory_type: Any,
-    importance: Any,
-    user_id: str,
-    session_id: Any,
-    created_at: Any,
-    metadata: Any,
-    fields: dict[str, Any],
-) -> MemoryItem:
-    """Validate the arguments of ``add`` and build the item (nothing is stored here)."""
-    content = check_text(content, "content")
-    mt = check_memory_type(memory_type, mm.enabled)
-    unknown = set(fields) - _TYPED_FIELDS
-    if unknown:
-        raise InvalidInputError(f"unknown field(s) {sorted(unknown)}; put free-form data in metadata")
-    meta = check_metadata(metadata)
-    kwargs: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
-    now = mm._now()
-    if mt == MemoryType.PERCEPTUAL:
-        src = kwargs.get("source_path") or meta.get("file_path") or meta.get("source_path")
-        if src is not None and not isinstance(src, str):
-            raise InvalidInputError("source_path must be a string", field="source_path")
-        kwargs["source_path"] = src
-        kwargs.setdefault("modality", infer_modality(src))
-        if src and Path(src).is_file():
-            kwargs["media_hash"] = media_hash(Path(src))
-        meta.setdefault("encoder", "text-proxy")  # the caption/description is what is embedded
-    if kwargs.get("agent_id") is not None:
-        check_id(kwargs["agent_id"], "agent_id")
-    if "participants" in kwargs:
-        kwargs["participants"] = _check_participants(kwargs["participants"])
-    try:
-        item = MemoryItem(
-            user_id=user_id,
-            memory_type=mt,
-            content=content,
-            importance=check_importance(importance),
-            session_id=None if session_id is None else check_id(session_id, "session_id"),
-            created_at=now if created_at is None else check_datetime(created_at, "created_at"),
-            updated_at=now,
-            metadata=meta,
-            **kwargs,
-        )
-    except ValueError as e:  # pydantic validation of typed fields
-        raise InvalidInputError(f"invalid memory fields: {e}") from e
-    _check_storable(item)
-    return item
-
-
-def _check_participants(value: Any) -> list[str]:
-    """Participants are names (search prefers memories whose participant a query names)."""
-    if not isinstance(value, list | tuple):
-        raise InvalidInputError("participants must be a list of names", field="participants")
-    names = [v.strip() if isinstance(v, str) else v for v in value]
-    if not all(isinstance(v, str) and v for v in names):
-        raise InvalidInputError("participants must be non-empty names (strings)", field="participants")
-    return list(dict.fromkeys(names))
-
-
-def _check_storable(item: MemoryItem) -> None:
-    """Typed fields must be storable text (no lone surrogates) and as bounded as metadata."""
-    try:
-        encoded = json.dumps(item.model_dump(mode="json", include=_TYPED_FIELDS), ensure_ascii=False)
-        size = len(encoded.encode("utf-8"))
-    except UnicodeEncodeError as e:
-        raise InvalidInputError(f"typed memory fields are not valid Unicode text ({e.reason})") from e
-    if size > MAX_METADATA_BYTES:
-        raise InvalidInputError(f"typed memory fields are larger than {MAX_METADATA_BYTES} bytes")
-
-
-MAX_HASH_BYTES = 512 * 1024 * 1024
-
-
-def media_hash(path: Path) -> str | None:
-    """SHA-256 of a media file, streamed; ``None`` for files over ``MAX_HASH_BYTES`` or unreadable."""
-    try:
-        if path.stat().st_size > MAX_HASH_BYTES:
-            return None
-        digest = hashlib.sha256()
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
-    except OSError:
-        return None
-
-
-def payload(item: MemoryItem) -> dict[str, Any]:
-    """Vector payload: the filter keys only (the record in SQLite is the source of truth)."""
-    return {
-        "user_id": item.user_id,
-        "memory_type": item.memory_type.value,
-        "session_id": item.session_id,
-        "created_ts": item.created_at.timestamp(),
-    }
-
-
-def embed_items(mm: MemoryManager, items: Sequence[MemoryItem]) -> dict[str, np.ndarray]:
-    """Vectors for the items of vector-backed tiers, in batches (raises before anything is stored)."""
-    todo = [it for it in items if it.memory_type in _VECTOR_TIERS]
-    out: dict[str, np.ndarray] = {}
-    size = mm.settings.embed_batch_size
-    for start in range(0, len(todo), size):
-        part = todo[start : start + size]
-        vecs = mm.embedder.embed([it.content for it in part], kind="passage")
-        out.update({it.id: vecs[i] for i, it in enumerate(part)})
-    for it in todo:
-        mm.bundle.vectors.ensure_collection(
-            collection_for(it), mm.embedder.dimension, embedder=mm.embedder.name
-        )
+def existing(mm: MemoryManager, items: Sequence[MemoryItem]) -> dict[str, MemoryItem]:
+    """The stored memories of a retried batch, by id; raises if an id is taken by anything else."""
+    stored = mm.bundle.records.fetch([it.id for it in items], None, include_deleted=True)
+    out: dict[str, MemoryItem] = {}
+    for it in items:
+        old = stored.get(it.id)
+        if old is not None:
+            _check_retry(it, old)
+            out[it.id] = old
     return out
 
 
-def insert(mm: MemoryManager, items: list[MemoryItem]) -> list[MemoryItem]:
-    """Store validated items in every store they belong to."""
-    from hello_memory import lifecycle, semantic
-
-    vectors = embed_items(mm, items)
-    graph_links = {it.id: semantic.annotate(mm, it) for it in items if it.memory_type == MemoryType.SEMANTIC}
-    records = mm.bundle.records
-    now_ts = mm._now().timestamp()
-    with records.transaction() as conn:
-        records.insert_many(conn, [(it, lexical_tokens(it.content)) for it in items])
-        for it in items:
-            records.add_history(
-                conn,
-                HistoryEntry(memory_id=it.id, event="add", new=_snapshot(it), at=it.updated_at),
-                it.user_id,
-            )
-            if it.id in vectors or it.id in graph_links:
-                records.add_pending(conn, it.id, it.user_id, "index", now_ts)
-            if it.id in graph_links:
-                semantic.record_facts(mm, conn, it, graph_links[it.id])
-    try:
-        _write_indexes(mm, items, vectors, graph_links)
-    except Exception as e:
-        purge(mm, items)
-        raise StoreError(f"indexing failed, nothing was stored: {e}") from e
-    records.clear_pending([it.id for it in items if it.id in vectors or it.id in graph_links])
-    for uid in {it.user_id for it in items if it.memory_type == MemoryType.WORKING}:
-        lifecycle.enforce_working_limits(mm, uid)
-    return items
+def _check_retry(new: MemoryItem, old: MemoryItem) -> None:
+    """A retry must name the same memory: same user, same content and type, not forgotten."""
+    if old.user_id != new.user_id:  # say nothing of the other memory, not even whose it is
+        raise IdConflictError(f"memory_id {new.id} is already in use; use a new UUID", memory_id=new.id)
+    if old.deleted_at is not None:
+        raise IdConflictError(
+            f"memory {new.id} exists but was forgotten; call restore() instead of adding it again",
+            memory_id=new.id,
+        )
+    if old.content != new.content or old.memory_type != new.memory_type:
+        raise IdConflictError(
+            f"memory {new.id} already exists with different content or memory type; call update() to "
+            "change it, or use a new UUID for a new memory",
+            memory_id=new.id,
+        )
 
 
-def _write_indexes(
-    mm: MemoryManager, items: Sequence[MemoryItem], vectors: dict[str, np.ndarray], links: dict[str, Any]
+def insert(mm: MemoryManager, prepared: Prepared) -> list[MemoryItem]:
+    """Store prepared items (under ``bundle.lock``); items stored by an earlier try come back as stored."""
+    from hello_memory import lifecycle
+
+    known = existing(mm, prepared.items)  # again under the lock: a retry may have committed meanwhile
+    items = [it for it in prepared.items if it.id not in known]
+    if items:
+        _insert_new(mm, items, prepared.vectors, prepared.links)
+        for uid in {it.user_id for it in items if it.memory_type == MemoryType.WORKING}:
+            lifecycle.enforce_working_limits(mm, uid)
+    return [known.get(it.id, it) for it in prepared.items]
+
+
+def _insert_new(
+    mm: MemoryManager, items: list[MemoryItem], vectors: dict[str, np.ndarray], links: dict[str, Links]
 ) -> None:
-    by_collection: dict[str, list[VectorPoint]] = {}
+    memory_index.ensure_collections(mm, items)
+
+    def rows(conn: sqlite3.Connection) -> None:
+        _insert_rows(mm, conn, items, links)
+
+    journal.atomic(
+        mm,
+        [(it.id, it.user_id) for it in items if it.id in vectors or it.id in links],
+        rows,
+        index=lambda: memory_index.write(mm, items, vectors, links),
+        undo=lambda: memory_index.unindex(mm, items),
+        what="add",
+    )
+
+
+def _insert_rows(
+    mm: MemoryManager, conn: sqlite3.Connection, items: list[MemoryItem], links: dict[str, Links]
+) -> None:
+    records = mm.bundle.records
+    records.insert_many(conn, [(it, lexical_tokens(it.content)) for it in items])
     for it in items:
-        if it.id in vectors:
-            by_collection.setdefault(collection_for(it), []).append(
-                VectorPoint(id=it.id, vector=vectors[it.id], payload=payload(it))
-            )
-    for name, points in by_collection.items():
-        for start in range(0, len(points), 256):
-            mm.bundle.vectors.upsert(name, points[start : start + 256])
-    for it in items:
+        entry = HistoryEntry(memory_id=it.id, event="add", new=_snapshot(it), at=it.updated_at)
+        records.add_history(conn, entry, it.user_id)
         if it.id in links:
-            ents, rels = links[it.id]
-            mm.bundle.graph.link(it.user_id, it.id, ents, rels)
+            semantic.record_facts(mm, conn, it, links[it.id])
 
 
 def _snapshot(item: MemoryItem) -> dict[str, Any]:
     return item.model_dump(mode="json", include={"content", "importance", "metadata", "memory_type"})
 
 
-def update(mm: MemoryManager, item: MemoryItem, content: Any, importance: Any, metadata: Any) -> MemoryItem:
-    """Apply an update everywhere the memory is stored; history records old and new."""
+@dataclass
+class PreparedUpdate:
+    """A validated update of ``base`` with the vectors and links of its new content."""
+
+    base: MemoryItem
+    content: str | None  # None: the content does not change
+    importance: float | None
+    metadata: dict[str, Any] | None  # merged into the stored metadata when written
+    vectors: dict[str, np.ndarray]
+    links: Links | None
+
+    def fits(self, current: MemoryItem) -> bool:
+        """True when the memory's content did not change since this was prepared (the vectors hold)."""
+        return current.content == self.base.content and current.deleted_at is None
+
+    def apply_to(self, mm: MemoryManager, current: MemoryItem) -> MemoryItem:
+        """The new version of ``current`` (the stored memory at write time)."""
+        changes: dict[str, Any] = {"updated_at": mm._now()}
+        if self.content is not None:
+            changes["content"] = self.content
+        if self.importance is not None:
+            changes["importance"] = self.importance
+        if self.metadata is not None:
+            changes["metadata"] = {**current.metadata, **self.metadata}
+        new = current.model_copy(update=changes)
+        return semantic.with_links(new, self.links) if self.links is not None else new
+
+
+def prepare_update(
+    mm: MemoryManager, item: MemoryItem, content: Any, importance: Any, metadata: Any
+) -> PreparedUpdate:
+    """Validate an update and embed its new content (no lock needed)."""
     if content is None and importance is None and metadata is None:
         raise InvalidInputError("nothing to update: give content, importance or metadata")
-    changes: dict[str, Any] = {"updated_at": mm._now()}
-    if content is not None:
-        changes["content"] = check_text(content, "content")
-    if importance is not None:
-        changes["importance"] = check_importance(importance)
-    if metadata is not None:
-        changes["metadata"] = {**item.metadata, **check_metadata(metadata)}
-    new = item.model_copy(update=changes)
-    reembed = content is not None and new.content != item.content
-    vectors = embed_items(mm, [new]) if reembed else {}
-    from hello_memory import semantic
+    text = None if content is None else check_text(content, "content")
+    level = None if importance is None else check_importance(importance)
+    meta = None if metadata is None else check_metadata(metadata)
+    if text is None or text == item.content:
+        return PreparedUpdate(item, None, level, meta, {}, None)
+    probe = item.model_copy(update={"content": text})
+    vectors = memory_index.embed(mm, [probe])
+    links = semantic.annotate(mm, probe) if item.memory_type == MemoryType.SEMANTIC else None
+    return PreparedUpdate(item, text, level, meta, vectors, links)
 
-    links = semantic.annotate(mm, new) if reembed and new.memory_type == MemoryType.SEMANTIC else None
-    if links is not None:
-        new = new.model_copy(update={"entities": item.entities, "relations": item.relations})
-        new = semantic.with_links(new, links)
+
+def update(mm: MemoryManager, prep: PreparedUpdate, current: MemoryItem) -> MemoryItem:
+    """Apply an update everywhere the memory is stored (under the lock); history records old and new.
+
+    All-or-nothing (see :mod:`hello_memory.journal`): if the new vector or graph links cannot be
+    written, the records are rolled back, the old vector and links are put back, and the caller
+    gets a ``StoreError``; the memory stays exactly as it was, searchable, with no history entry.
+    """
+    new = prep.apply_to(mm, current)
+    reindexed = bool(prep.vectors) or prep.links is not None
+    before = memory_index.capture(mm, [current]) if reindexed else None
     records = mm.bundle.records
-    with records.transaction() as conn:
-        records.replace(conn, new, lexical_tokens(new.content) if reembed else None)
-        records.add_history(
-            conn,
-            HistoryEntry(
-                memory_id=new.id, event="update", old=_snapshot(item), new=_snapshot(new), at=new.updated_at
-            ),
-            new.user_id,
+    memory_index.ensure_collections(mm, [new] if reindexed else [])
+
+    def rows(conn: sqlite3.Connection) -> None:
+        records.replace(conn, new, lexical_tokens(new.content) if prep.content is not None else None)
+        entry = HistoryEntry(
+            memory_id=new.id, event="update", old=_snapshot(current), new=_snapshot(new), at=new.updated_at
         )
-        if vectors or links is not None:
-            records.add_pending(conn, new.id, new.user_id, "index", new.updated_at.timestamp())
-        if links is not None:
+        records.add_history(conn, entry, new.user_id)
+        if prep.links is not None:
             conn.execute("DELETE FROM facts WHERE memory_id=?", (new.id,))
-            semantic.record_facts(mm, conn, new, links)
-    if vectors or links is not None:
-        _write_indexes(mm, [new], vectors, {new.id: links} if links is not None else {})
-        records.clear_pending([new.id])
+            semantic.record_facts(mm, conn, new, prep.links)
+
+    links = {new.id: prep.links} if prep.links is not None else {}
+    journal.atomic(
+        mm,
+        [(new.id, new.user_id)] if reindexed else [],
+        rows,
+        index=lambda: memory_index.write(mm, [new], prep.vectors, links),
+        undo=lambda: memory_index.put_back(mm, before) if before is not None else None,
+        what="update",
+    )
     return new
 
 
-def unindex(mm: MemoryManager, items: Sequence[MemoryItem]) -> None:
-    """Remove items from the vector index and the graph (records untouched)."""
-    by_collection: dict[str, list[str]] = {}
-    for it in items:
-        if it.memory_type in _VECTOR_TIERS:
-            by_collection.setdefault(collection_for(it), []).append(it.id)
-    for name, ids in by_collection.items():
-        if name in mm.bundle.vectors.collections():
-            mm.bundle.vectors.delete(name, ids)
-    for it in items:
-        if it.memory_type == MemoryType.SEMANTIC:
-            mm.bundle.graph.unlink_memory(it.user_id, it.id)
+def prepare_restore(mm: MemoryManager, item: MemoryItem) -> dict[str, np.ndarray]:
+    """The vectors a restore of ``item`` writes (no lock needed)."""
+    return memory_index.embed(mm, [item])
+
+
+def restore(mm: MemoryManager, item: MemoryItem, vectors: dict[str, np.ndarray]) -> MemoryItem:
+    """Bring a soft-deleted item back into every index, all-or-nothing (it stays forgotten on failure)."""
+    now = mm._now()
+    new = item.model_copy(update={"deleted_at": None, "updated_at": now})
+    links = {new.id: semantic.links_of(new)} if new.memory_type == MemoryType.SEMANTIC else {}
+    records = mm.bundle.records
+    memory_index.ensure_collections(mm, [new])
+
+    def rows(conn: sqlite3.Connection) -> None:
+        records.replace(conn, new, None)
+        records.reindex(conn, new, lexical_tokens(new.content))
+        records.add_history(conn, HistoryEntry(memory_id=new.id, event="restore", at=now), new.user_id)
+
+    journal.atomic(
+        mm,
+        [(new.id, new.user_id)] if vectors or links else [],
+        rows,
+        index=lambda: memory_index.write(mm, [new], vectors, links),
+        undo=lambda: memory_index.unindex(mm, [new]),
+        what="restore",
+    )
+    return new
+
+
+def consolidate(
+    mm: MemoryManager,
+    sources: Sequence[MemoryItem],
+    prepared: Prepared,
+    merges: Sequence[tuple[MemoryItem, MemoryItem]],
+) -> None:
+    """Promote ``prepared`` items, merge into twins and remove the sources: one all-or-nothing write."""
+    new_items = prepared.items
+    memory_index.ensure_collections(mm, new_items)
+    before = memory_index.capture(mm, sources)
+    records = mm.bundle.records
+    now = mm._now()
+
+    def rows(conn: sqlite3.Connection) -> None:
+        if new_items:
+            _insert_rows(mm, conn, new_items, prepared.links)
+        for src, twin in merges:
+            if src.importance > twin.importance:
+                records.replace(conn, twin.model_copy(update={"importance": src.importance}), None)
+            entry = HistoryEntry(memory_id=twin.id, event="merge", new={"merged_from": src.id}, at=now)
+            records.add_history(conn, entry, twin.user_id)
+        _delete_rows(mm, conn, [s.id for s in sources], keep_journal=True)
+
+    def index() -> None:
+        memory_index.write(mm, new_items, prepared.vectors, prepared.links)
+        memory_index.unindex(mm, sources)
+
+    indexed = [it for it in new_items if it.id in prepared.vectors or it.id in prepared.links]
+    indexed += [s for s in sources if s.memory_type in memory_index.VECTOR_TIERS]
+    journal.atomic(
+        mm,
+        [(it.id, it.user_id) for it in indexed],
+        rows,
+        index=index,
+        undo=lambda: memory_index.put_back(mm, before, added=new_items),
+        what="consolidate",
+    )
+
+
+# -- deletions: committed first, index clean-up after (IndexPendingError when it fails) --------------
+def soft_delete(mm: MemoryManager, items: Sequence[MemoryItem], reason: str | Sequence[str]) -> None:
+    """Mark items deleted (restorable): out of every index, record and history kept.
+
+    ``reason`` is one for all, or one per item. Committed first; a failed index clean-up raises
+    ``IndexPendingError`` (see :mod:`hello_memory.journal`).
+    """
+    if not items:
+        return
+    reasons = [reason] * len(items) if isinstance(reason, str) else list(reason)
+    records, now = mm.bundle.records, mm._now()
+    with records.transaction() as conn:  # the journal entry commits with the deletion
+        for it, why in zip(items, reasons, strict=True):
+            records.replace(conn, it.model_copy(update={"deleted_at": now}), None)
+            records.unindex(conn, it.id)
+            entry = HistoryEntry(memory_id=it.id, event="forget", old=None, new={"reason": why}, at=now)
+            records.add_history(conn, entry, it.user_id)
+            records.add_pending(conn, it.id, it.user_id, journal.SYNC, now.timestamp())
+    try:
+        memory_index.unindex(mm, items)
+    except Exception as e:
+        journal.index_pending(mm, [it.id for it in items], e, "forget")
+    journal.clear(mm, [it.id for it in items])
 
 
 def purge(mm: MemoryManager, items: Sequence[MemoryItem]) -> None:
-    """Hard-delete items from every store, history included."""
+    """Hard-delete items from every store, history included.
+
+    The journal entry (``purge``) commits first, then the index is cleared, then the rows are
+    deleted. If clearing the index fails, the rows are deleted all the same (the deletion is what
+    the caller asked for, and no read returns the memories after it) and ``IndexPendingError`` says
+    the index clean-up is pending.
+    """
     if not items:
         return
-    records = mm.bundle.records
-    now_ts = mm._now().timestamp()
-    with records.transaction() as conn:
-        for it in items:  # "purge", not "unindex": recovery must finish deleting the rows too
-            records.add_pending(conn, it.id, it.user_id, "purge", now_ts)
-    unindex(mm, items)
-    _delete_records(mm, [it.id for it in items])
+    ids = [it.id for it in items]
+    mm.bundle.records.journal([(it.id, it.user_id) for it in items], "purge", mm._now().timestamp())
+    failure: Exception | None = None
+    try:
+        memory_index.unindex(mm, items)
+    except Exception as e:
+        failure = e
+    _delete_records(mm, ids, keep_journal=failure is not None)
+    if failure is not None:
+        journal.index_pending(mm, ids, failure, "the deletion")
+
+
+def remove(mm: MemoryManager, items: Sequence[MemoryItem]) -> None:
+    """A user-requested hard deletion: :func:`purge`, then :func:`scrub` (even if the index lags)."""
+    try:
+        purge(mm, items)
+    finally:
+        scrub(mm)
 
 
 def scrub(mm: MemoryManager, *, vacuum: bool = False) -> None:
@@ -328,49 +349,19 @@ def scrub(mm: MemoryManager, *, vacuum: bool = False) -> None:
         graph_scrub(vacuum=vacuum)
 
 
-def _delete_records(mm: MemoryManager, ids: Sequence[str]) -> None:
-    """Delete rows, lexical tokens, facts, history and journal entries of ``ids`` in one transaction."""
+def _delete_records(mm: MemoryManager, ids: Sequence[str], *, keep_journal: bool = False) -> None:
+    """Delete rows, lexical tokens, facts, history (and journal entries) of ``ids`` in one transaction."""
     with mm.bundle.records.transaction() as conn:
-        mm.bundle.records.delete_rows(conn, ids)
-        conn.executemany("DELETE FROM history WHERE memory_id=?", [(i,) for i in ids])
+        _delete_rows(mm, conn, ids, keep_journal=keep_journal)
+
+
+def _delete_rows(
+    mm: MemoryManager, conn: sqlite3.Connection, ids: Sequence[str], *, keep_journal: bool
+) -> None:
+    mm.bundle.records.delete_rows(conn, ids)
+    conn.executemany("DELETE FROM history WHERE memory_id=?", [(i,) for i in ids])
+    if not keep_journal:
         conn.executemany("DELETE FROM pending WHERE memory_id=?", [(i,) for i in ids])
-
-
-def soft_delete(mm: MemoryManager, items: Sequence[MemoryItem], reason: str) -> None:
-    """Mark items deleted (restorable): out of every index, record and history kept."""
-    records = mm.bundle.records
-    now = mm._now()
-    with records.transaction() as conn:
-        for it in items:
-            records.replace(conn, it.model_copy(update={"deleted_at": now}), None)
-            records.unindex(conn, it.id)
-            records.add_history(
-                conn,
-                HistoryEntry(memory_id=it.id, event="forget", old=None, new={"reason": reason}, at=now),
-                it.user_id,
-            )
-            records.add_pending(conn, it.id, it.user_id, "unindex", now.timestamp())
-    unindex(mm, items)
-    records.clear_pending([it.id for it in items])
-
-
-def restore(mm: MemoryManager, item: MemoryItem) -> MemoryItem:
-    """Bring a soft-deleted item back into every index."""
-    from hello_memory import semantic
-
-    now = mm._now()
-    new = item.model_copy(update={"deleted_at": None, "updated_at": now})
-    vectors = embed_items(mm, [new])
-    links = semantic.links_of(new) if new.memory_type == MemoryType.SEMANTIC else None
-    records = mm.bundle.records
-    with records.transaction() as conn:
-        records.replace(conn, new, None)
-        records.reindex(conn, new, lexical_tokens(new.content))
-        records.add_history(conn, HistoryEntry(memory_id=new.id, event="restore", at=now), new.user_id)
-        records.add_pending(conn, new.id, new.user_id, "index", now.timestamp())
-    _write_indexes(mm, [new], vectors, {new.id: links} if links is not None else {})
-    records.clear_pending([new.id])
-    return new
 
 
 def forget_user(mm: MemoryManager, user_id: str) -> dict[str, int]:
@@ -381,50 +372,19 @@ def forget_user(mm: MemoryManager, user_id: str) -> dict[str, int]:
         ids = [r[0] for r in conn.execute("SELECT id FROM memories WHERE user_id=?", (user_id,))]
         for mid in ids:
             records.add_pending(conn, mid, user_id, "purge", now_ts)
-    vectors = mm.bundle.vectors
-    for name in vectors.collections():
-        if name == MEMORY_COLLECTION or name.startswith("perceptual_"):
-            counts[f"vectors:{name}"] = vectors.delete_where(name, Filter(equals={"user_id": user_id}))
-    for k, v in mm.bundle.graph.forget_user(user_id).items():
-        counts[f"graph:{k}"] = v
-    for k, v in mm.bundle.records.forget_user(user_id).items():
+    failure: Exception | None = None
+    try:
+        vectors = mm.bundle.vectors
+        for name in vectors.collections():
+            if name == MEMORY_COLLECTION or name.startswith("perceptual_"):
+                counts[f"vectors:{name}"] = vectors.delete_where(name, Filter(equals={"user_id": user_id}))
+        for k, v in mm.bundle.graph.forget_user(user_id).items():
+            counts[f"graph:{k}"] = v
+    except Exception as e:
+        failure = e
+    for k, v in records.forget_user(user_id, keep_journal=failure is not None).items():
         counts[f"sqlite:{k}"] = v
     scrub(mm, vacuum=True)
+    if failure is not None:
+        journal.index_pending(mm, ids, failure, "forget_user", result=counts)
     return counts
-
-
-def recover(mm: MemoryManager) -> None:
-    """Complete vector/graph operations a killed process left in the journal (runs on open)."""
-    bundle = mm.bundle
-    with bundle.lock:
-        pending = bundle.records.pending()
-        if not pending:
-            return
-        logger.warning("recovering %d interrupted index operation(s)", len(pending))
-        done = []
-        for memory_id, user_id, op in pending:
-            item = bundle.records.fetch([memory_id], user_id, include_deleted=True).get(memory_id)
-            if item is None or op in ("unindex", "purge") or item.deleted_at is not None:
-                ghost = item or MemoryItem(id=memory_id, user_id=user_id, memory_type=MemoryType.EPISODIC, content="-")
-                _unindex_everywhere(mm, ghost)
-                if op == "purge":
-                    _delete_records(mm, [memory_id])
-            else:
-                _reindex(mm, item)
-            done.append(memory_id)
-        bundle.records.clear_pending(done)
-
-
-def _unindex_everywhere(mm: MemoryManager, item: MemoryItem) -> None:
-    vectors = mm.bundle.vectors
-    for name in vectors.collections():
-        vectors.delete(name, [item.id])
-    mm.bundle.graph.unlink_memory(item.user_id, item.id)
-
-
-def _reindex(mm: MemoryManager, item: MemoryItem) -> None:
-    from hello_memory import semantic
-
-    vectors = embed_items(mm, [item])
-    links = semantic.links_of(item) if item.memory_type == MemoryType.SEMANTIC else None
-    _write_indexes(mm, [item], vectors, {item.id: links} if links is not None else {})

@@ -8,18 +8,23 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hello_memory import indexing
-from hello_memory.errors import InvalidInputError, LLMError
+from hello_memory.errors import DiskFullError, IndexPendingError, InvalidInputError, LLMError
 from hello_memory.models import (
     ConsolidateReport,
     ForgetReport,
     ForgottenItem,
-    HistoryEntry,
     MemoryItem,
     MemoryType,
 )
 from hello_memory.scoring import recency
 from hello_memory.text import estimate_tokens, lexical_tokens
-from hello_memory.validation import check_importance, check_memory_type
+from hello_memory.validation import (
+    check_flag,
+    check_importance,
+    check_memory_type,
+    check_memory_types,
+    check_number,
+)
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
@@ -41,7 +46,10 @@ def expire_working(mm: MemoryManager, user_id: str) -> None:
     cutoff = (mm._now() - mm._ttl()).timestamp()
     old = mm.bundle.records.list_items(user_id, types=[MemoryType.WORKING.value], time_range=(None, cutoff))
     if old:
-        indexing.purge(mm, old)
+        try:
+            indexing.purge(mm, old)
+        except DiskFullError as e:  # reads call this and go on; the purge runs once there is room
+            logger.warning("expired working memories not purged: %s", e)
 
 
 def enforce_working_limits(mm: MemoryManager, user_id: str) -> None:
@@ -114,29 +122,17 @@ def forget(
         raise InvalidInputError(
             f"unknown forget strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}", field="strategy"
         )
+    purge = check_flag(purge, "purge")
     threshold = check_importance(threshold, "threshold")
-    if (
-        isinstance(max_age_days, bool)
-        or not isinstance(max_age_days, int | float)
-        or not (math.isfinite(max_age_days) and max_age_days >= 0)
-    ):
-        raise InvalidInputError("max_age_days must be a non-negative number", field="max_age_days")
+    max_age = check_number(max_age_days, "max_age_days")
     if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0):
         raise InvalidInputError("capacity must be a non-negative integer", field="capacity")
-    types = [check_memory_type(t, mm.enabled, "memory_types") for t in (memory_types or mm.enabled)]
+    types = check_memory_types(memory_types, mm.enabled)
     chosen: list[tuple[MemoryItem, str]] = []
     for t in types:  # capacity applies per tier
         items = mm.bundle.records.list_items(user_id, types=[t.value])
-        chosen += _select(mm, items, strategy, threshold, float(max_age_days), capacity)
-    victims = [it for it, _ in chosen]
-    if purge:
-        indexing.purge(mm, victims)
-        if victims:
-            indexing.scrub(mm)
-    else:
-        for it, reason in chosen:
-            indexing.soft_delete(mm, [it], reason)
-    return ForgetReport(
+        chosen += _select(mm, items, strategy, threshold, max_age, capacity)
+    report = ForgetReport(
         strategy=strategy,
         purged=purge,
         forgotten=[
@@ -144,6 +140,15 @@ def forget(
             for it, r in chosen
         ],
     )
+    try:
+        if purge and chosen:
+            indexing.remove(mm, [it for it, _ in chosen])
+        elif chosen:
+            indexing.soft_delete(mm, [it for it, _ in chosen], [r for _, r in chosen])
+    except IndexPendingError as e:  # committed: the report is true, only the index lags
+        e.result = report
+        raise
+    return report
 
 
 def consolidate(
@@ -152,8 +157,7 @@ def consolidate(
     """See :meth:`MemoryManager.consolidate`: all-or-nothing, de-duplicated against the target tier."""
     src = check_memory_type(from_type, mm.enabled, "from_type")
     dst = check_memory_type(to_type, mm.enabled, "to_type")
-    if src == dst:
-        raise InvalidInputError("from_type and to_type must differ")
+    _check_direction(src, dst)
     threshold = check_importance(importance_threshold, "importance_threshold")
     sources = [
         it
@@ -192,6 +196,33 @@ def consolidate(
     return report
 
 
+#: Consolidation moves memories towards longer-lived tiers only.
+TIER_ORDER = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
+
+
+def _check_direction(src: MemoryType, dst: MemoryType) -> None:
+    """Only working → episodic → semantic (skipping a step is allowed); never back, never perceptual.
+
+    Moving back would copy long-term memories into working memory, whose TTL purge then deletes
+    them for good. Perceptual memories are long-term records of media (modality, source file,
+    hash) in their own collections: neither a source nor a target of consolidation.
+    """
+    if src == dst:
+        raise InvalidInputError("from_type and to_type must differ")
+    if MemoryType.PERCEPTUAL in (src, dst):
+        raise InvalidInputError(
+            "perceptual memories are not consolidated (they keep their media); "
+            "consolidate working → episodic → semantic",
+            field="from_type" if src == MemoryType.PERCEPTUAL else "to_type",
+        )
+    if TIER_ORDER.index(src) > TIER_ORDER.index(dst):
+        raise InvalidInputError(
+            f"cannot consolidate {src.value} into {dst.value}: consolidation only moves memories to "
+            "longer-lived tiers (working → episodic → semantic)",
+            field="to_type",
+        )
+
+
 def _norm(text: str) -> str:
     return " ".join(lexical_tokens(text)) or text.strip().casefold()
 
@@ -226,17 +257,5 @@ def _commit_consolidation(
     new_items: list[MemoryItem],
     merges: list[tuple[MemoryItem, MemoryItem]],
 ) -> None:
-    """Insert the promoted items first; only then remove the sources (a failure keeps them)."""
-    if new_items:
-        indexing.insert(mm, new_items)
-    records = mm.bundle.records
-    with records.transaction() as conn:
-        for src, twin in merges:
-            if src.importance > twin.importance:
-                records.replace(conn, twin.model_copy(update={"importance": src.importance}), None)
-            records.add_history(
-                conn,
-                HistoryEntry(memory_id=twin.id, event="merge", new={"merged_from": src.id}, at=mm._now()),
-                twin.user_id,
-            )
-    indexing.purge(mm, sources)
+    """Promote, merge and remove the sources in one all-or-nothing write (a failure keeps the sources)."""
+    indexing.consolidate(mm, sources, indexing.prepare(mm, new_items), merges)

@@ -16,9 +16,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hello_memory import indexing, lifecycle, retrieval
+from hello_memory import indexing, lifecycle, recovery, reports, retrieval
+from hello_memory import items as _items
 from hello_memory.embedders.base import Embedder
-from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.errors import IndexPendingError, InvalidInputError, NotFoundError
 from hello_memory.llm.base import LLMClient
 from hello_memory.models import (
     ConsolidateReport,
@@ -30,10 +31,10 @@ from hello_memory.models import (
     ScoredMemory,
     utcnow,
 )
-from hello_memory.runtime import StoreBundle, acquire, release
+from hello_memory.runtime import StoreBundle, acquire, check_components, release, resolve_home
 from hello_memory.settings import Settings
 from hello_memory.stores.base import GraphStore, VectorStore
-from hello_memory.validation import check_id, check_limit, check_memory_type
+from hello_memory.validation import check_flag, check_id, check_limit, check_memory_type
 
 logger = logging.getLogger(__name__)
 
@@ -66,16 +67,21 @@ class MemoryManager:
         graph_store: GraphStore | None = None,
         llm: LLMClient | None = None,
     ) -> None:
+        if settings is not None and not isinstance(settings, Settings):
+            raise InvalidInputError(
+                f"settings must be a Settings, got {type(settings).__name__}", field="settings"
+            )
         settings = settings or Settings()
         if home is not None:
-            settings = settings.model_copy(update={"home": Path(home)})
+            settings = settings.model_copy(update={"home": resolve_home(home)})
         self.settings = settings
         self.user_id = check_id(user_id, "user_id")
+        check_components(embedder=embedder, vector_store=vector_store, graph_store=graph_store, llm=llm)
         flags = {
-            MemoryType.WORKING: enable_working,
-            MemoryType.EPISODIC: enable_episodic,
-            MemoryType.SEMANTIC: enable_semantic,
-            MemoryType.PERCEPTUAL: enable_perceptual,
+            MemoryType.WORKING: check_flag(enable_working, "enable_working"),
+            MemoryType.EPISODIC: check_flag(enable_episodic, "enable_episodic"),
+            MemoryType.SEMANTIC: check_flag(enable_semantic, "enable_semantic"),
+            MemoryType.PERCEPTUAL: check_flag(enable_perceptual, "enable_perceptual"),
         }
         self.enabled: tuple[MemoryType, ...] = tuple(t for t, on in flags.items() if on)
         if not self.enabled:
@@ -84,7 +90,7 @@ class MemoryManager:
         self.llm = llm
         self._bundle: StoreBundle | None = acquire(settings, vectors=vector_store, graph=graph_store)
         try:
-            indexing.recover(self)
+            recovery.recover(self, opening=True)
         except BaseException:
             self.close()
             raise
@@ -132,15 +138,19 @@ class MemoryManager:
         session_id: str | None = None,
         created_at: datetime | str | None = None,
         metadata: dict[str, Any] | None = None,
+        memory_id: str | None = None,
         **fields: Any,
     ) -> MemoryItem:
         """Store one memory and return it (with its full UUID).
 
         ``fields`` sets type-specific fields (``event_type``, ``tags``, ``source_path``, ...).
+        ``memory_id`` (a full UUID chosen by the caller) makes the call idempotent: a retry with the
+        same id and content returns the stored memory and stores nothing; the same id with other
+        content, type or user raises :class:`~hello_memory.errors.IdConflictError`.
         Raises ``InvalidInputError`` for bad input and ``EmbeddingError``/``StoreError`` when a
         backend fails — in every case nothing is stored.
         """
-        item = indexing.build_item(
+        item = _items.build_item(
             self,
             content=content,
             memory_type=memory_type,
@@ -150,52 +160,36 @@ class MemoryManager:
             created_at=created_at,
             metadata=metadata,
             fields=fields,
+            memory_id=memory_id,
         )
-        with self.bundle.lock:
-            return indexing.insert(self, [item])[0]
+        return self._store([item])[0]
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
-        """Store many memories at once (batched embedding); all are validated before any is stored."""
-        if isinstance(items, str | bytes | dict) or not isinstance(items, Iterable):
-            raise InvalidInputError("items must be an iterable of dicts, each with at least 'content'")
-        built = []
-        for n, spec in enumerate(items):
-            if not isinstance(spec, dict):
-                raise InvalidInputError(f"item {n} must be a dict with at least 'content'")
-            spec = dict(spec)
-            if "content" not in spec:
-                raise InvalidInputError(f"item {n} has no 'content'", field="content")
-            spec["user_id"] = self._user(spec.get("user_id"))
-            known = {
-                "content",
-                "memory_type",
-                "importance",
-                "user_id",
-                "session_id",
-                "created_at",
-                "metadata",
-            }
-            extra = {k: spec.pop(k) for k in list(spec) if k not in known}
-            spec.setdefault("memory_type", "working")
-            spec.setdefault("importance", 0.5)
-            built.append(
-                indexing.build_item(
-                    self, content=spec["content"], memory_type=spec["memory_type"],
-                    importance=spec["importance"], user_id=spec["user_id"], session_id=spec.get("session_id"),
-                    created_at=spec.get("created_at"), metadata=spec.get("metadata"), fields=extra,
-                )
-            )
+        """Store many memories at once (batched embedding); all are validated before any is stored.
+
+        Each item is a dict of :meth:`add`'s arguments (at least ``content``), ``memory_id``
+        included: a retried batch stores only what is not stored yet and returns every item, in
+        order, as stored. The whole batch commits or none of it does.
+        """
+        return self._store(_items.build_items(self, items))
+
+    def _store(self, built: list[MemoryItem]) -> list[MemoryItem]:
+        """validate → embed (no lock) → lock → write; items of an earlier try come back as stored."""
         if not built:
             return []
+        known = indexing.existing(self, built)
+        prepared = indexing.prepare(self, [it for it in built if it.id not in known])
         with self.bundle.lock:
-            return indexing.insert(self, built)
+            stored = {it.id: it for it in indexing.insert(self, prepared)}
+        return [known[it.id] if it.id in known else stored[it.id] for it in built]
 
     # -- read -------------------------------------------------------------------------------
     def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:
         """One memory of the user; ``NotFoundError`` if absent or another user's."""
         uid = self._user(user_id)
         check_id(memory_id, "memory_id")
-        found = self.bundle.records.fetch([memory_id], uid, include_deleted=include_deleted).get(memory_id)
+        deleted_too = check_flag(include_deleted, "include_deleted")
+        found = self.bundle.records.fetch([memory_id], uid, include_deleted=deleted_too).get(memory_id)
         if found is None or (found.memory_type == MemoryType.WORKING and lifecycle.expired(self, found)):
             raise NotFoundError(f"no memory {memory_id!r} for user {uid!r}", object_id=memory_id)
         return found
@@ -215,11 +209,12 @@ class MemoryManager:
             if memory_type is not None
             else [t.value for t in self.enabled]
         )
+        deleted = None if check_flag(include_deleted, "include_deleted") else False
         lifecycle.expire_working(self, uid)
         return self.bundle.records.list_items(
             uid,
             types=types,
-            deleted=None if include_deleted else False,
+            deleted=deleted,
             limit=None if limit is None else check_limit(limit, maximum=10**9),
         )
 
@@ -273,24 +268,52 @@ class MemoryManager:
         *,
         user_id: str | None = None,
     ) -> MemoryItem:
-        """Change content (re-embedded), importance and/or metadata (merged into the old dict)."""
+        """Change content (re-embedded), importance and/or metadata (merged into the old dict).
+
+        All-or-nothing: when the vector index or the graph cannot take the change, the memory stays
+        exactly as it was (old content searchable, no history entry) and ``StoreError`` is raised;
+        the caller can simply retry. See :mod:`hello_memory.journal` for why an update rolls back
+        rather than reporting "committed, index pending" (which only deletions do).
+        """
+        uid = self._user(user_id)
+        prep = indexing.prepare_update(self, self.get(memory_id, user_id=uid), content, importance, metadata)
         with self.bundle.lock:
-            return indexing.update(self, self.get(memory_id, user_id=user_id), content, importance, metadata)
+            current = self.get(memory_id, user_id=uid)
+            if not prep.fits(current):  # its content changed while we embedded: prepare again
+                prep = indexing.prepare_update(self, current, content, importance, metadata)
+            return indexing.update(self, prep, current)
 
     def remove(self, memory_id: str, *, user_id: str | None = None) -> None:
-        """Delete a memory from every store, history and graph edges included (not restorable)."""
+        """Delete a memory from every store, history and graph edges included (not restorable).
+
+        Raises :class:`~hello_memory.errors.IndexPendingError` when the memory is deleted but its
+        vector or graph links could not be removed yet (completed on the next open).
+        """
         with self.bundle.lock:
-            item = self.get(memory_id, user_id=user_id, include_deleted=True)
-            indexing.purge(self, [item])
-            indexing.scrub(self)
+            indexing.remove(self, [self.get(memory_id, user_id=user_id, include_deleted=True)])
 
     def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryItem:
-        """Undo a soft delete (``forget`` without ``purge``)."""
+        """Undo a soft delete (``forget`` without ``purge``); all-or-nothing like :meth:`update`."""
+        uid = self._user(user_id)
+        item = self.get(memory_id, user_id=uid, include_deleted=True)
+        if item.deleted_at is None:
+            return item
+        vectors = indexing.prepare_restore(self, item)  # embedding needs no lock
         with self.bundle.lock:
-            item = self.get(memory_id, user_id=user_id, include_deleted=True)
-            if item.deleted_at is None:
-                return item
-            return indexing.restore(self, item)
+            current = self.get(memory_id, user_id=uid, include_deleted=True)
+            if current.deleted_at is None:
+                return current
+            if current.content != item.content:
+                vectors = indexing.prepare_restore(self, current)
+            return indexing.restore(self, current, vectors)
+
+    def recover(self) -> int:
+        """Complete journalled index work now (it also runs on open); returns how many operations.
+
+        After an :class:`~hello_memory.errors.IndexPendingError` (or a ``StoreError`` saying the
+        index is repaired later), call this once the store works again.
+        """
+        return recovery.recover(self)
 
     def forget(
         self,
@@ -324,7 +347,12 @@ class MemoryManager:
         *,
         user_id: str | None = None,
     ) -> ConsolidateReport:
-        """Promote important memories to a longer-lived tier, atomically and de-duplicated."""
+        """Promote important memories to a longer-lived tier, atomically and de-duplicated.
+
+        Only towards longer-lived tiers: working → episodic, working → semantic, episodic →
+        semantic. Any other pair (back towards working memory, or perceptual as source or target)
+        raises :class:`InvalidInputError` and changes nothing.
+        """
         with self.bundle.lock:
             return lifecycle.consolidate(
                 self, from_type, to_type, importance_threshold, user_id=self._user(user_id)
@@ -334,10 +362,13 @@ class MemoryManager:
         """Delete all of one user's memories (never another user's); returns how many."""
         uid = self._user(user_id)
         with self.bundle.lock:
-            items = self.bundle.records.list_items(uid, deleted=None)
-            indexing.purge(self, items)
-            indexing.scrub(self)
-            return len(items)
+            found = self.bundle.records.list_items(uid, deleted=None)
+            try:
+                indexing.remove(self, found)
+            except IndexPendingError as e:
+                e.result = len(found)
+                raise
+            return len(found)
 
     def forget_user(self, user_id: str) -> dict[str, int]:
         """Remove everything of ``user_id`` from every store; returns per-store counts."""
@@ -348,43 +379,16 @@ class MemoryManager:
     # -- reports ----------------------------------------------------------------------------
     def stats(self, *, user_id: str | None = None) -> MemoryStats:
         """Counts per tier, deleted count, graph size and the backends in use."""
-        uid = self._user(user_id)
-        lifecycle.expire_working(self, uid)
-        records = self.bundle.records
-        by_type = {t.value: 0 for t in self.enabled}
-        by_type.update(records.count_by_type(uid))
-        graph = self.bundle.graph.counts(uid)
-        return MemoryStats(
-            user_id=uid,
-            total=sum(by_type.values()),
-            by_type=by_type,
-            deleted=sum(records.count_by_type(uid, deleted=True).values()),
-            entities=graph.get("entities", 0),
-            relations=graph.get("relations", 0),
-            avg_importance=round(records.avg_importance(uid), 4),
-            embedder=self._embedder.name if self._embedder else self.settings.resolved_embedder(),
-            vector_backend=self.bundle.vectors.backend,
-        )
+        return reports.stats(self, self._user(user_id))
 
     def summary(self, limit: int = 10, *, user_id: str | None = None) -> str:
-        """A readable summary: counts per tier and the most important memories of each."""
-        uid = self._user(user_id)
-        check_limit(limit)
-        st = self.stats(user_id=uid)
-        lines = [
-            f"Memory summary for {uid}: {st.total} memories "
-            + ", ".join(f"{k} {v}" for k, v in st.by_type.items())
-        ]
-        for t in self.enabled:
-            top = self.bundle.records.list_items(
-                uid, types=[t.value], order="importance DESC, created_at DESC", limit=limit
-            )
-            for it in top:
-                lines.append(
-                    f"- [{t.value}, {it.created_at:%Y-%m-%d}, importance {it.importance:.2f}] "
-                    f"{it.content[:200]}"
-                )
-        return "\n".join(lines)
+        """A readable summary: counts per tier, then the most important memories of each.
+
+        The memories are rendered as quoted evidence (:func:`hello_memory.context.render_items`):
+        one JSON-quoted line each inside a ``<memory_evidence>`` block, so a stored ``assistant: ...``
+        line or ``<|im_start|>system`` reaches a model as data, never as chat structure.
+        """
+        return reports.summary(self, check_limit(limit), self._user(user_id))
 
     def build_context(
         self,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
+from hello_memory.errors import DiskFullError
 from hello_memory.models import Entity, HistoryEntry, MemoryItem, Relation
 from hello_memory.scoring import graph_relevance
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
 
+logger = logging.getLogger(__name__)
 Links = tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]
 SUPERSEDED_FACTOR = 0.6  # a superseded fact still answers "what was true", but ranks below the current one
 
@@ -98,7 +101,11 @@ def entity_hops(mm: MemoryManager, user_id: str, query: str, *, max_hops: int = 
     """entity id → hops from the entities the query names (rules, no LLM call per search)."""
     names, _ = _extract(mm, query, allow_llm=False)
     graph = mm.bundle.graph
-    start = [eid for eid, _ in graph.find_entities(user_id, sorted({n for n, _ in names}))]
+    try:
+        start = [eid for eid, _ in graph.find_entities(user_id, sorted({n for n, _ in names}))]
+    except DiskFullError as e:  # a graph file that cannot even be created: search goes on without it
+        logger.warning("graph relevance unavailable: %s", e)
+        return {}
     if not start:
         return {}
     return {n.entity_id: n.hops for n in graph.neighbours(user_id, start, max_hops=max_hops)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
@@ -15,6 +16,10 @@ MAX_CONTENT_CHARS = 200_000
 MAX_METADATA_BYTES = 64_000
 MAX_ID_CHARS = 256
 MAX_LIMIT = 1000
+#: Valid range of every datetime argument and stored time (UTC).
+MIN_TIME = datetime(1900, 1, 1, tzinfo=timezone.utc)
+MAX_TIME = datetime(2200, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc)
+MIN_TIMESTAMP, MAX_TIMESTAMP = MIN_TIME.timestamp(), MAX_TIME.timestamp()
 
 
 def check_text(value: Any, field: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str:
@@ -58,6 +63,24 @@ def _encodable(text: str) -> bool:
     return True
 
 
+def check_memory_id(value: Any, field: str = "memory_id") -> str:
+    """A client-supplied memory id: a full UUID, 36 characters with hyphens (any case), returned lowercase.
+
+    Any UUID version is accepted: ``uuid5`` of a stable key makes a deterministic, retry-safe id.
+    """
+    if isinstance(value, str) and len(value) == 36:
+        try:
+            canonical = str(uuid.UUID(value))
+        except ValueError:
+            canonical = ""
+        if canonical == value.lower():
+            return canonical
+    raise InvalidInputError(
+        f"{field} must be a full UUID (36 characters with hyphens, e.g. str(uuid.uuid4())), got {value!r:.60}",
+        field=field,
+    )
+
+
 def check_importance(value: Any, field: str = "importance") -> float:
     """A finite number in [0, 1] (booleans rejected)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -85,6 +108,33 @@ def check_memory_type(value: Any, enabled: Iterable[MemoryType], field: str = "m
     return mt
 
 
+def check_memory_types(
+    value: Any, enabled: Iterable[MemoryType], field: str = "memory_types"
+) -> list[MemoryType]:
+    """A list of known, enabled memory types (one name is a list of one); ``None`` = every enabled type."""
+    enabled = list(enabled)
+    if value is None:
+        return enabled
+    if isinstance(value, str | MemoryType):
+        value = [value]
+    if not isinstance(value, list | tuple | set | frozenset):
+        raise InvalidInputError(f"{field} must be a list of memory type names", field=field)
+    return list(dict.fromkeys(check_memory_type(t, enabled, field) for t in value))
+
+
+def check_number(value: Any, field: str, *, minimum: float = 0.0) -> float:
+    """A finite number of at least ``minimum`` (booleans and huge integers refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"{field} must be a number, got {type(value).__name__}", field=field)
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf
+    if not math.isfinite(v) or v < minimum:
+        raise InvalidInputError(f"{field} must be a finite number >= {minimum:g}, got {value!r}", field=field)
+    return v
+
+
 def check_metadata(value: Any) -> dict[str, Any]:
     """A JSON-serialisable dict with string keys, at most ``MAX_METADATA_BYTES`` when encoded."""
     if value is None:
@@ -103,7 +153,12 @@ def check_metadata(value: Any) -> dict[str, Any]:
 
 
 def check_datetime(value: Any, field: str) -> datetime:
-    """A datetime (naive = UTC) or an ISO-8601 string."""
+    """A datetime (naive = UTC) or an ISO-8601 string, between ``MIN_TIME`` and ``MAX_TIME``.
+
+    The result is timezone-aware and keeps the caller's offset (a query's "yesterday" is the caller's
+    day). The range keeps every stored time, and every window computed from it, representable:
+    ``9999-12-31T23:59:59-05:00`` is year 10000 in UTC, and ``datetime.min`` minus a day overflows.
+    """
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value)
@@ -111,7 +166,34 @@ def check_datetime(value: Any, field: str) -> datetime:
             raise InvalidInputError(f"{field} is not an ISO-8601 date/time: {value!r}", field=field) from e
     if not isinstance(value, datetime):
         raise InvalidInputError(f"{field} must be a datetime or ISO string", field=field)
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    aware = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    try:
+        in_range = MIN_TIME <= aware.astimezone(timezone.utc) <= MAX_TIME
+    except (OverflowError, ValueError):  # beyond year 1..9999 once converted to UTC
+        in_range = False
+    if not in_range:
+        raise InvalidInputError(
+            f"{field} must be between 1900 and 2200 (UTC), got {value.isoformat()}", field=field
+        )
+    return aware
+
+
+def clamp_timestamp(ts: float) -> float:
+    """A stored epoch timestamp clamped into the valid range (rows written before the range check)."""
+    return min(max(ts, MIN_TIMESTAMP), MAX_TIMESTAMP)
+
+
+def check_flag(value: Any, field: str) -> bool:
+    """A real boolean: strings such as ``"false"`` and numbers are refused, never guessed.
+
+    ``bool("false")`` is ``True``: a flag like ``purge`` that arrives as text from a tool call or a
+    form would silently do the opposite of what was meant. Parse text at the edge, strictly.
+    """
+    if not isinstance(value, bool):
+        raise InvalidInputError(
+            f"{field} must be true or false (a bool), got {type(value).__name__} {value!r}", field=field
+        )
+    return value
 
 
 def check_limit(value: Any, field: str = "limit", *, maximum: int = MAX_LIMIT) -> int:

@@ -27,6 +27,7 @@ from hello_memory.models import MemoryType
 # Most specific first: the first class in an error's MRO that is listed here gives its code and status.
 ERROR_CODES: dict[type[E.HelloMemoryError], tuple[str, int]] = {
     E.ConversionError: ("conversion_error", 422),
+    E.IdConflictError: ("id_conflict", 409),
     E.InvalidInputError: ("invalid_input", 422),
     E.NotFoundError: ("not_found", 404),
     E.WriteConflictError: ("write_conflict", 409),
@@ -35,6 +36,8 @@ ERROR_CODES: dict[type[E.HelloMemoryError], tuple[str, int]] = {
     E.EmbedderMismatchError: ("embedder_mismatch", 409),
     E.StoreLockedError: ("store_locked", 503),
     E.CorruptStoreError: ("corrupt_store", 500),
+    E.DiskFullError: ("disk_full", 507),
+    E.IndexPendingError: ("index_pending", 503),
     E.StoreError: ("store_error", 503),
     E.EmbeddingError: ("embedding_error", 502),
     E.LLMUnavailableError: ("llm_unavailable", 501),
@@ -56,7 +59,7 @@ class ErrorDetail(BaseModel):
     code: str = Field(description="stable machine-readable error code, e.g. 'not_found', 'invalid_input'")
     type: str = Field(description="the HelloMemoryError subclass, e.g. 'NotFoundError'")
     message: str = Field(description="what went wrong and what to do")
-    fields: dict[str, str | int | float | bool | None] = Field(
+    fields: dict[str, str | int | float | bool | None | list[str]] = Field(
         default_factory=dict, description="the error's attributes, e.g. {'field': 'importance'}"
     )
 
@@ -106,12 +109,19 @@ def code_of(error: E.HelloMemoryError) -> tuple[str, int]:
     return ERROR_CODES[E.HelloMemoryError]
 
 
+def _wire_value(value: object) -> bool:
+    """Scalars and lists of strings (e.g. ``IndexPendingError.memory_ids``) cross; nothing else does."""
+    if isinstance(value, list):
+        return len(value) <= 1000 and all(isinstance(v, str) for v in value)
+    return isinstance(value, _SCALARS)
+
+
 def encode(error: E.HelloMemoryError) -> tuple[int, ErrorBody]:
     """HTTP status and body for ``error`` (its message and scalar attributes, never a traceback)."""
     code, status = code_of(error)
     if isinstance(error, E.PermissionDeniedError):
         status = error.status
-    fields = {k: v for k, v in vars(error).items() if not k.startswith("_") and isinstance(v, _SCALARS)}
+    fields = {k: v for k, v in vars(error).items() if not k.startswith("_") and _wire_value(v)}
     detail = ErrorDetail(code=code, type=type(error).__name__, message=str(error), fields=fields)
     return status, ErrorBody(error=detail)
 

@@ -23,9 +23,10 @@ from types import TracebackType
 
 import networkx as nx
 
-from hello_memory.errors import CorruptStoreError, InvalidInputError, StoreError
+from hello_memory.errors import CorruptStoreError, DiskFullError, InvalidInputError, StoreError
 from hello_memory.extraction import normalise_name
 from hello_memory.stores.base import GraphNeighbour
+from hello_memory.stores.sqlite_base import sqlite_error
 
 logger = logging.getLogger(__name__)
 
@@ -233,7 +234,7 @@ class SQLiteGraphStore:
     @contextmanager
     def _write(self, user_id: str) -> Iterator[sqlite3.Connection]:
         """One IMMEDIATE transaction under the lock; drops the user's cached graph afterwards."""
-        with self._lock, _wrapped("write"):
+        with self._lock, _wrapped("write", self._path):
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -297,6 +298,9 @@ def _open(path: str) -> sqlite3.Connection:
         _migrate(conn, path)
     except sqlite3.OperationalError as e:
         conn.close()
+        full = sqlite_error(e, Path(path), "open")
+        if isinstance(full, DiskFullError):
+            raise full from e
         raise StoreError(f"cannot open graph store {path!r}: {e}") from e
     except sqlite3.DatabaseError as e:  # "file is not a database", "disk image is malformed"
         conn.close()
@@ -337,11 +341,14 @@ def _build_graph(conn: sqlite3.Connection, user_id: str) -> nx.Graph:
 
 
 @contextmanager
-def _wrapped(action: str) -> Iterator[None]:
-    """Wrap sqlite3 errors in StoreError (our own errors pass through)."""
+def _wrapped(action: str, path: str | None = None) -> Iterator[None]:
+    """Wrap sqlite3 errors in StoreError, a full disk in DiskFullError (our own errors pass through)."""
     try:
         yield
     except sqlite3.Error as e:
+        full = sqlite_error(e, Path(path), action) if path and path != ":memory:" else None
+        if isinstance(full, DiskFullError):
+            raise full from e
         raise StoreError(f"graph store {action} failed: {e}") from e
 
 

@@ -13,6 +13,14 @@ shard's files: 0.1-0.6 s where an fsync costs ~7 ms, too slow per write. The sto
 
 One process at a time: an open shard holds a lock on its WAL; a second opener gets
 :class:`~hello_memory.errors.StoreLockedError`.
+
+Full disks: the engine writes through memory maps, where running out of space is a SIGBUS that kills
+the process. Every load, write and flush first checks the free space it may need
+(:mod:`hello_memory.stores.space`): ``min_free_bytes`` plus the size of the write and of the next flush
+(more to create a collection on tmpfs) and raises :class:`~hello_memory.errors.DiskFullError` instead.
+A collection is flushed once ``MAX_UNFLUSHED_BYTES`` are unflushed, and below 1 GiB free a
+``BALLAST_BYTES`` reserve file is kept and given back when a flush would not fit. Reads need only
+``LOAD_FREE_BYTES`` (plus, on tmpfs, the pages a first load of a shard fills).
 """
 
 from __future__ import annotations
@@ -35,11 +43,13 @@ import qdrant_edge as qe
 
 from hello_memory.errors import (
     CorruptStoreError,
+    DiskFullError,
     HelloMemoryError,
     NotFoundError,
     StoreError,
     StoreLockedError,
 )
+from hello_memory.stores import space
 from hello_memory.stores.base import Filter, VectorHit, VectorPoint
 from hello_memory.stores.vectors import (
     FLOAT_INDEX_KEYS,
@@ -59,6 +69,19 @@ from hello_memory.stores.vectors import (
 
 logger = logging.getLogger(__name__)
 
+#: Free space every write asks for, beyond its own size (a WAL segment fills through its memory map).
+MIN_FREE_BYTES = 16 << 20
+#: Free space to create a collection on tmpfs, where its payload indexes write ~17 MiB at once (on
+#: ext4 0.2 MiB: there it needs ``min_free_bytes``).
+CREATE_FREE_BYTES = 64 << 20
+#: Free space to load a shard, read and flush (the engine touches a few new pages).
+LOAD_FREE_BYTES = 512 << 10
+#: Free space to delete points (a WAL record each): deleting must stay possible on a nearly full disk.
+DELETE_FREE_BYTES = 1 << 20
+#: Unflushed writes after which a collection is flushed (a flush writes them through memory maps).
+MAX_UNFLUSHED_BYTES = 8 << 20
+#: Space kept allocated in ``.reserve`` while writing, released so that a flush fits a full disk.
+BALLAST_BYTES = 24 << 20
 META_FILE = "collection.json"
 SHARD_DIR = "shard"
 _WRITE_BATCH = 1024
@@ -104,6 +127,7 @@ class QdrantEdgeVectorStore:
         path: data directory; created if missing. Shards open on first use.
         flush_every_write: flush after every write (durable across power loss; slow, see above).
         flush_interval: otherwise flush when this many seconds passed since the last flush.
+        min_free_bytes: free space a write asks for beyond its own size (see "Full disks" above).
 
     Example:
         >>> import tempfile, uuid, numpy as np
@@ -117,9 +141,15 @@ class QdrantEdgeVectorStore:
     """
 
     def __init__(
-        self, path: str | Path, *, flush_every_write: bool = False, flush_interval: float = 30.0
+        self,
+        path: str | Path,
+        *,
+        flush_every_write: bool = False,
+        flush_interval: float = 30.0,
+        min_free_bytes: int = MIN_FREE_BYTES,
     ) -> None:
         self._path = Path(path)
+        self._min_free = min_free_bytes
         try:
             self._path.mkdir(parents=True, exist_ok=True)
         except OSError as e:  # the path is a file, read-only, ...
@@ -129,6 +159,8 @@ class QdrantEdgeVectorStore:
         self._shards: dict[str, qe.EdgeShard] = {}
         self._metas: dict[str, CollectionMeta] = {}
         self._last_flush = time.monotonic()
+        self._debt: dict[str, int] = {}  # per collection, bytes written since its last flush
+        self._ballast = space.Ballast(self._path / ".reserve", BALLAST_BYTES)
         self._lock = threading.RLock()
         self._closed = False
 
@@ -192,6 +224,11 @@ class QdrantEdgeVectorStore:
         with self._lock:
             shard, meta = self._open(collection)
             ids, matrix, payloads = prepare_points(collection, points, meta.dimension)
+            if ids:  # a point costs its vector about three times (WAL, vector storage, segment copy)
+                self._ballast.fill()  # no write without room for the flush that must follow it
+                write = len(ids) * (12 * meta.dimension + 4096)
+                self._need(self._min_free + self._flush_need() + self._ballast.missing() + write)
+                self._owe(collection, len(ids) * (4 * meta.dimension + 1024))
             for start in range(0, len(ids), _WRITE_BATCH):
                 end = start + _WRITE_BATCH
                 with self._errors("upsert"):
@@ -203,7 +240,7 @@ class QdrantEdgeVectorStore:
                     ]
                     shard.update(qe.UpdateOperation.upsert_points(batch))
             if ids:
-                self._after_write(shard)
+                self._after_write(collection, shard)
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         """Delete points by id (absent ids are ignored)."""
@@ -212,9 +249,11 @@ class QdrantEdgeVectorStore:
             shard, _ = self._open(collection)
             if not candidates:
                 return
+            self._need(DELETE_FREE_BYTES)
+            self._owe(collection, 64 * len(candidates))
             with self._errors("delete"):
                 shard.update(qe.UpdateOperation.delete_points(list(candidates)))
-            self._after_write(shard)
+            self._after_write(collection, shard)
 
     def delete_where(self, collection: str, where: Filter) -> int:
         """Delete every point matching ``where`` (which must have a condition); returns the count."""
@@ -224,9 +263,11 @@ class QdrantEdgeVectorStore:
             with self._errors("delete"):
                 n = shard.count(qe.CountRequest(exact=True, filter=edge_filter))
                 if n:
+                    self._need(DELETE_FREE_BYTES)
+                    self._owe(collection, 64 * n)
                     shard.update(qe.UpdateOperation.delete_points_by_filter(edge_filter))
             if n:
-                self._after_write(shard)
+                self._after_write(collection, shard)
             return n
 
     # -- reads ----------------------------------------------------------------------------------
@@ -300,9 +341,13 @@ class QdrantEdgeVectorStore:
         """Flush every open shard to disk (durable across power loss)."""
         with self._lock:
             self._check_open()
-            for shard in self._shards.values():
+            for name, shard in self._shards.items():
+                if not self._room(self._flush_need(name)):
+                    self._ballast.release()
+                self._need(self._flush_need(name))
                 with self._errors("flush"):
                     shard.flush()
+                self._debt.pop(name, None)
             self._last_flush = time.monotonic()
 
     def optimize(self, collection: str) -> bool:
@@ -312,7 +357,10 @@ class QdrantEdgeVectorStore:
         anything changed.
         """
         with self._lock:
-            shard, _ = self._open(collection)
+            shard, meta = self._open(collection)
+            with self._errors("count"):
+                points = shard.count(qe.CountRequest(exact=True))
+            self._need(self._min_free + 2 * points * (4 * meta.dimension + 1024))  # segments are rebuilt
             with self._errors("optimize"):
                 return shard.optimize()
 
@@ -326,7 +374,7 @@ class QdrantEdgeVectorStore:
             failure: Exception | None = None
             for name, shard in shards.items():
                 try:
-                    shard.flush()
+                    self._flush_shard(name, shard)
                     shard.close()
                 except Exception as e:  # close the others before reporting
                     logger.warning("closing collection %s failed: %s", name, e)
@@ -348,9 +396,11 @@ class QdrantEdgeVectorStore:
                 raise NotFoundError(
                     f"collection {name!r} does not exist; call ensure_collection first", object_id=name
                 )
+            shard_dir = self._path / name / SHARD_DIR
+            self._need(LOAD_FREE_BYTES + space.populate_deficit(shard_dir))
             with self._errors("load the shard"):
-                shard = qe.EdgeShard.load(str(self._path / name / SHARD_DIR))
-                _ensure_indexes(shard)
+                shard = qe.EdgeShard.load(str(shard_dir))
+                _ensure_indexes(shard, lambda: self._need(self._min_free))
             self._shards[name], self._metas[name] = shard, meta
             return shard, meta
 
@@ -361,6 +411,9 @@ class QdrantEdgeVectorStore:
             shutil.rmtree(shard_dir)
         cdir.mkdir(parents=True, exist_ok=True)
         config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=meta.dimension, distance=qe.Distance.Cosine))
+        self._ballast.fill()
+        create = CREATE_FREE_BYTES if space.allocates_on_read(self._path) else self._min_free
+        self._need(create + self._ballast.missing())
         with self._errors("create the shard"):
             shard = qe.EdgeShard.create(str(shard_dir), config)
             _ensure_indexes(shard)
@@ -379,11 +432,39 @@ class QdrantEdgeVectorStore:
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise CorruptStoreError(str(path), str(e)) from e
 
-    def _after_write(self, shard: qe.EdgeShard) -> None:
-        now = time.monotonic()
-        if self._flush_every_write or now - self._last_flush >= self._flush_interval:
+    def _need(self, needed: int) -> None:
+        """Refuse an engine call that could run the filesystem out of space (a SIGBUS, not an error)."""
+        space.require(self._path, needed)
+
+    def _room(self, needed: int) -> bool:
+        free = space.free_bytes(self._path)
+        return free is None or free >= needed
+
+    def _owe(self, name: str, written: int) -> None:
+        self._debt[name] = self._debt.get(name, 0) + written
+
+    def _flush_need(self, name: str | None = None) -> int:
+        """Free space a flush asks for: it writes the unflushed payloads and mappings through memory maps
+        (a flush with too little room measured as a SIGBUS on ext4), for one collection or all."""
+        debt = sum(self._debt.values()) if name is None else self._debt.get(name, 0)
+        return LOAD_FREE_BYTES + 2 * debt
+
+    def _flush_shard(self, name: str, shard: qe.EdgeShard) -> None:
+        """Flush one collection, releasing the ballast first when the disk has no room left for it."""
+        if not self._room(self._flush_need(name)):
+            self._ballast.release()
+        if self._room(self._flush_need(name)):
             with self._errors("flush"):
                 shard.flush()
+            self._debt.pop(name, None)
+        else:  # the WAL holds every write: the next load replays it
+            logger.warning("disk full: collection %s not flushed (its write-ahead log has it)", name)
+
+    def _after_write(self, name: str, shard: qe.EdgeShard) -> None:
+        now = time.monotonic()
+        due = self._flush_every_write or now - self._last_flush >= self._flush_interval
+        if due or self._debt.get(name, 0) > MAX_UNFLUSHED_BYTES:
+            self._flush_shard(name, shard)
             self._last_flush = now
 
     def _check_open(self) -> None:
@@ -400,16 +481,20 @@ class QdrantEdgeVectorStore:
         except Exception as e:
             if "WouldBlock" in str(e):  # the WAL's file lock is held by another EdgeShard
                 raise StoreLockedError(str(self._path)) from e
+            if "No space left" in str(e) or "os error 28" in str(e):
+                raise DiskFullError(str(self._path), free_bytes=space.free_bytes(self._path)) from e
             raise StoreError(f"qdrant-edge failed to {action}: {e}") from e
 
 
-def _ensure_indexes(shard: qe.EdgeShard) -> None:
+def _ensure_indexes(shard: qe.EdgeShard, before_write: Any = None) -> None:
     """Create the payload indexes the shard lacks (idempotent, cheap when present)."""
     present = set(shard.info().payload_schema)
     wanted = [(k, qe.PayloadSchemaType.Keyword) for k in KEYWORD_INDEX_KEYS]
     wanted += [(k, qe.PayloadSchemaType.Float) for k in FLOAT_INDEX_KEYS]
     for key, schema in wanted:
         if key not in present:
+            if before_write is not None:
+                before_write()
             shard.update(qe.UpdateOperation.create_field_index(key, schema))
 
 

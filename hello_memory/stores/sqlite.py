@@ -18,11 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from hello_memory.errors import StoreError
+from hello_memory.errors import DiskFullError, InvalidInputError
 from hello_memory.models import Entity, HistoryEntry, MemoryItem, MemoryType, Modality, Relation
-from hello_memory.stores.sqlite_base import SQLiteDatabase
+from hello_memory.stores.sqlite_base import SQLiteDatabase, sqlite_error
 from hello_memory.stores.sqlite_lexical import ConversationLexicalIndex, fts_tokens, scope_token
 from hello_memory.stores.sqlite_records import VERSION_TRIGGER, RecordStoreMethods
+from hello_memory.validation import clamp_timestamp
 
 logger = logging.getLogger(__name__)
 
@@ -112,11 +113,29 @@ def _id_batches(ids: Sequence[str], size: int = 500) -> Iterator[tuple[list[str]
 
 
 def _dt(ts: float | None) -> datetime | None:
-    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc)
+    return None if ts is None else _dt_req(ts)
 
 
 def _dt_req(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
+    # Clamped: a time written before inputs were range-checked (year 10000 in UTC) must not make
+    # every read of its user fail.
+    return datetime.fromtimestamp(clamp_timestamp(ts), tz=timezone.utc)
+
+
+#: The orders :meth:`SQLiteRecordStore.list_items` accepts (a whitelist: ``order`` is never SQL).
+ORDERS = {
+    "created_at DESC": "created_at DESC",
+    "created_at": "created_at",
+    "created_at ASC": "created_at ASC",
+    "importance DESC, created_at DESC": "importance DESC, created_at DESC",
+}
+
+
+def _order_sql(order: object) -> str:
+    sql = ORDERS.get(order) if isinstance(order, str) else None
+    if sql is None:
+        raise InvalidInputError(f"order must be one of {sorted(ORDERS)}, got {order!r}", field="order")
+    return sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +362,16 @@ class SQLiteRecordStore(RecordStoreMethods, ConversationLexicalIndex, SQLiteData
             (memory_id, user_id, op, at),
         )
 
+    def journal(self, entries: Sequence[tuple[str, str]], op: str, at: float) -> None:
+        """Journal ``op`` for ``(memory_id, user_id)`` entries in a transaction of its own (committed now)."""
+        if not entries:
+            return
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO pending(memory_id,user_id,op,at) VALUES (?,?,?,?)",
+                [(mid, uid, op, at) for mid, uid in entries],
+            )
+
     def clear_pending(self, ids: Sequence[str]) -> None:
         """Remove journal entries whose vector operation completed."""
         if not ids:
@@ -371,14 +400,21 @@ class SQLiteRecordStore(RecordStoreMethods, ConversationLexicalIndex, SQLiteData
         return [r[0] for r in rows]
 
     def touch(self, ids: Sequence[str], at: datetime) -> None:
-        """Record an access (last_accessed_at, access_count) for ``ids``."""
+        """Record an access (last_accessed_at, access_count) for ``ids``; best effort.
+
+        A read must not fail because its bookkeeping cannot be written: on a full disk the access
+        is not counted (logged) and the read goes on.
+        """
         if not ids:
             return
-        with self.transaction() as conn:
-            conn.executemany(
-                "UPDATE memories SET last_accessed_at=?, access_count=access_count+1 WHERE id=?",
-                [(_ts(at), i) for i in ids],
-            )
+        try:
+            with self.transaction() as conn:
+                conn.executemany(
+                    "UPDATE memories SET last_accessed_at=?, access_count=access_count+1 WHERE id=?",
+                    [(_ts(at), i) for i in ids],
+                )
+        except DiskFullError as e:
+            logger.warning("access counts not updated: %s", e)
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a key/value in the meta table."""
@@ -455,9 +491,9 @@ class SQLiteRecordStore(RecordStoreMethods, ConversationLexicalIndex, SQLiteData
                     r[0],
                     MemoryType(r[1]),
                     r[2],
-                    r[3],
+                    clamp_timestamp(r[3]),
                     r[4],
-                    r[5],
+                    None if r[5] is None else clamp_timestamp(r[5]),
                     r[6],
                     tuple(r[7].split()) if r[7] else (),
                     tuple(json.loads(r[8])) if r[8] and r[8] != "[]" else (),
@@ -475,12 +511,16 @@ class SQLiteRecordStore(RecordStoreMethods, ConversationLexicalIndex, SQLiteData
         order: str = "created_at DESC",
         limit: int | None = None,
     ) -> list[MemoryItem]:
-        """A user's memories, filtered (``deleted=None`` returns live and deleted)."""
+        """A user's memories, filtered (``deleted=None`` returns live and deleted).
+
+        ``order`` is one of :data:`ORDERS` (anything else is :class:`InvalidInputError`).
+        """
+        order_sql = _order_sql(order)
         where, params = self._where(user_id, types, deleted, session_id, time_range)
         # Without statistics SQLite picks (user_id, created_at) to satisfy the ORDER BY and scans
         # every memory of the user; with a tier filter the (user_id, memory_type, ...) index wins.
         index = " INDEXED BY ix_mem_user_type_created" if types else ""
-        sql = f"SELECT {','.join(_COLUMNS)} FROM memories{index} WHERE {where} ORDER BY {order}"
+        sql = f"SELECT {','.join(_COLUMNS)} FROM memories{index} WHERE {where} ORDER BY {order_sql}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [self.from_row(r) for r in self.query(sql, params)]
@@ -579,14 +619,20 @@ class SQLiteRecordStore(RecordStoreMethods, ConversationLexicalIndex, SQLiteData
         """Every user id with at least one memory row."""
         return [r[0] for r in self.query("SELECT DISTINCT user_id FROM memories")]
 
-    def forget_user(self, user_id: str) -> dict[str, int]:
-        """Delete every row of ``user_id`` in every table; returns counts per table."""
+    def forget_user(self, user_id: str, *, keep_journal: bool = False) -> dict[str, int]:
+        """Delete every row of ``user_id`` in every table; returns counts per table.
+
+        ``keep_journal`` keeps the user's ``pending`` entries (their index clean-up is still to do).
+        """
+        tables = (
+            ("memories", "history", "facts") if keep_journal else ("memories", "history", "pending", "facts")
+        )
         with self.transaction() as conn:
             scope = scope_token(user_id)
             self._forget_frequencies()
             fts = conn.execute("DELETE FROM memories_fts WHERE scope=?", (scope,)).rowcount
             counts = {"lexical": fts}
-            for table in ("memories", "history", "pending", "facts"):
+            for table in tables:
                 counts[table] = conn.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,)).rowcount
         return counts
 
@@ -609,8 +655,8 @@ class SQLiteRecordStore(RecordStoreMethods, ConversationLexicalIndex, SQLiteData
                 if vacuum:
                     self.conn.execute("VACUUM")
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            except sqlite3.DatabaseError as e:
-                raise StoreError(f"SQLite scrub failed: {e}") from e
+            except sqlite3.Error as e:
+                raise sqlite_error(e, self.path, "scrub") from e
 
     def residue(self, user_id: str) -> dict[str, int]:
         """Rows left for ``user_id`` in every table (0 everywhere after :meth:`forget_user`)."""

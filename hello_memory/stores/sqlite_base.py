@@ -1,7 +1,17 @@
-"""What every SQLite store shares: a lazily opened WAL connection, transactions, guarded reads."""
+"""What every SQLite store shares: a lazily opened WAL connection, transactions, guarded reads.
+
+Full disks: SQLite reports them as ``SQLITE_FULL`` ("database or disk is full"), or as an I/O error
+when the WAL or its shared-memory index cannot grow. :func:`sqlite_error` turns both into
+:class:`~hello_memory.errors.DiskFullError`, and the database is never memory-mapped
+(``mmap_size=0``): a mapped file that grows into a full filesystem raises SIGBUS, which kills
+the process instead of raising. Opening an existing file writes nothing, so reads keep working on
+a full disk.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -9,7 +19,25 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hello_memory.errors import CorruptStoreError, StoreError
+from hello_memory.errors import CorruptStoreError, DiskFullError, StoreError
+from hello_memory.stores.space import free_bytes
+
+LOW_SPACE_BYTES = 1 << 20  # an I/O error with less free space than this is a full disk
+
+
+def sqlite_error(e: sqlite3.Error, path: Path, action: str) -> StoreError:
+    """The typed error for a SQLite failure on the file at ``path``."""
+    code = getattr(e, "sqlite_errorcode", None)
+    free = free_bytes(path)
+    full = code == sqlite3.SQLITE_FULL or (
+        code is not None
+        and code & 0xFF == sqlite3.SQLITE_IOERR
+        and free is not None
+        and free < LOW_SPACE_BYTES
+    )
+    if full:
+        return DiskFullError(str(path.parent), free_bytes=free)
+    return StoreError(f"SQLite {action} failed on {str(path)!r}: {e}")
 
 
 class SQLiteDatabase:
@@ -36,24 +64,43 @@ class SQLiteDatabase:
         return self._conn
 
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA secure_delete=ON")  # deleted rows are zeroed, not left in free pages
-            conn.execute("PRAGMA foreign_keys=ON")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > self.schema_version:
-                raise CorruptStoreError(
-                    str(self.path), f"schema version {version} is newer than this library"
-                )
-            conn.executescript(self.schema)
-            self._migrate(conn)
-            conn.execute(f"PRAGMA user_version={self.schema_version}")
-        except sqlite3.DatabaseError as e:
-            raise CorruptStoreError(str(self.path), str(e)) from e
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise DiskFullError(str(self.path.parent), free_bytes=free_bytes(self.path)) from e
+            raise StoreError(f"cannot create {str(self.path)!r}: {e.strerror or e}") from e
+        except sqlite3.Error as e:
+            raise self._open_error(e) from e
+        try:
+            self._configure(conn)
+        except BaseException as e:
+            conn.close()
+            if isinstance(e, sqlite3.Error):
+                raise self._open_error(e) from e
+            raise
         return conn
+
+    def _configure(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA mmap_size=0")  # never map the file: growing into a full disk would be SIGBUS
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA secure_delete=ON")  # deleted rows are zeroed, not left in free pages
+        conn.execute("PRAGMA foreign_keys=ON")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > self.schema_version:
+            raise CorruptStoreError(str(self.path), f"schema version {version} is newer than this library")
+        conn.executescript(self.schema)
+        self._migrate(conn)
+        if version != self.schema_version:  # an up-to-date file is opened without writing to it
+            conn.execute(f"PRAGMA user_version={self.schema_version}")
+
+    def _open_error(self, e: sqlite3.Error) -> StoreError:
+        error = sqlite_error(e, self.path, "open")
+        if isinstance(error, DiskFullError) or not isinstance(e, sqlite3.DatabaseError):
+            return error
+        return CorruptStoreError(str(self.path), str(e))
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         """Bring an older file up to ``schema`` (after the CREATE ... IF NOT EXISTS statements)."""
@@ -67,22 +114,32 @@ class SQLiteDatabase:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """An IMMEDIATE transaction: everything inside commits together or not at all."""
+        """An IMMEDIATE transaction: everything inside commits together or not at all.
+
+        SQLite errors (from the body or the commit) become :class:`StoreError` /
+        :class:`DiskFullError`; other exceptions from the body pass through unchanged.
+        """
         with self._lock:
             conn = self.conn
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as e:
+                raise sqlite_error(e, self.path, "transaction") from e
             try:
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            else:
                 conn.execute("COMMIT")
+            except BaseException as e:
+                if conn.in_transaction:  # SQLite may have rolled back already (e.g. on SQLITE_FULL)
+                    with contextlib.suppress(sqlite3.Error):  # the first error is the one to report
+                        conn.execute("ROLLBACK")
+                if isinstance(e, sqlite3.Error):
+                    raise sqlite_error(e, self.path, "write") from e
+                raise
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run a read query; SQLite errors become :class:`StoreError`."""
         with self._lock:
             try:
                 return self.conn.execute(sql, params).fetchall()
-            except sqlite3.DatabaseError as e:
-                raise StoreError(f"SQLite query failed: {e}") from e
+            except sqlite3.Error as e:
+                raise sqlite_error(e, self.path, "query") from e

@@ -33,6 +33,10 @@ SAMPLES: list[E.HelloMemoryError] = [
     E.ConversionError("/home/me/x.pdf", "encrypted", extra="docs"),
     E.ServiceTimeoutError("too slow", url="http://h", status=504),
     E.ServiceError("odd answer", url="http://h", status=502),
+    E.IdConflictError("memory id 'm' is taken", memory_id="m"),
+    E.IndexPendingError("committed, index pending", memory_ids=["a", "b"]),
+    E.DiskFullError("/data", free_bytes=4096, needed_bytes=2**24),
+    E.WriteConflictError("lost to a newer write", memory_id="m", expected_version=2, stored_version=3),
     E.HelloMemoryError("something"),
 ]
 

@@ -1,0 +1,200 @@
+"""Building memories from the arguments of ``add`` / ``add_many``: validation only, nothing is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mimetypes
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hello_memory.errors import InvalidInputError
+from hello_memory.models import MemoryItem, MemoryType, Modality
+from hello_memory.validation import (
+    MAX_METADATA_BYTES,
+    check_datetime,
+    check_id,
+    check_importance,
+    check_memory_id,
+    check_memory_type,
+    check_metadata,
+    check_text,
+)
+
+if TYPE_CHECKING:
+    from hello_memory.manager import MemoryManager
+
+TYPED_FIELDS = {
+    "event_type",
+    "context",
+    "outcome",
+    "participants",
+    "tags",
+    "modality",
+    "source_path",
+    "agent_id",
+    "valid_from",
+}
+#: Keys of an ``add_many`` item besides the typed fields.
+ITEM_KEYS = {
+    "content",
+    "memory_type",
+    "importance",
+    "user_id",
+    "session_id",
+    "created_at",
+    "metadata",
+    "memory_id",
+}
+_EXT_MODALITY = {
+    "image": Modality.IMAGE,
+    "audio": Modality.AUDIO,
+    "video": Modality.VIDEO,
+    "text": Modality.TEXT,
+}
+MAX_HASH_BYTES = 512 * 1024 * 1024
+
+
+def infer_modality(path: str | None) -> Modality:
+    """Modality from a file extension (``photo.jpg`` → image); ``text`` without a path."""
+    if not path:
+        return Modality.TEXT
+    mime, _ = mimetypes.guess_type(path)
+    return _EXT_MODALITY.get((mime or "").split("/")[0], Modality.OTHER)
+
+
+def build_item(
+    mm: MemoryManager,
+    *,
+    content: Any,
+    memory_type: Any,
+    importance: Any,
+    user_id: str,
+    session_id: Any,
+    created_at: Any,
+    metadata: Any,
+    fields: dict[str, Any],
+    memory_id: Any = None,
+) -> MemoryItem:
+    """Validate the arguments of ``add`` and build the item (nothing is stored here)."""
+    content = check_text(content, "content")
+    mt = check_memory_type(memory_type, mm.enabled)
+    unknown = set(fields) - TYPED_FIELDS
+    if unknown:
+        hint = "; a client-supplied id is 'memory_id'" if "id" in unknown else ""
+        raise InvalidInputError(f"unknown field(s) {sorted(unknown)}; put free-form data in metadata{hint}")
+    meta = check_metadata(metadata)
+    kwargs: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
+    if memory_id is not None:
+        kwargs["id"] = check_memory_id(memory_id)
+    now = mm._now()
+    if mt == MemoryType.PERCEPTUAL:
+        _perceptual_fields(kwargs, meta)
+    if kwargs.get("agent_id") is not None:
+        check_id(kwargs["agent_id"], "agent_id")
+    if "participants" in kwargs:
+        kwargs["participants"] = _check_participants(kwargs["participants"])
+    if "valid_from" in kwargs:
+        kwargs["valid_from"] = check_datetime(kwargs["valid_from"], "valid_from")
+    try:
+        item = MemoryItem(
+            user_id=user_id,
+            memory_type=mt,
+            content=content,
+            importance=check_importance(importance),
+            session_id=None if session_id is None else check_id(session_id, "session_id"),
+            created_at=now if created_at is None else check_datetime(created_at, "created_at"),
+            updated_at=now,
+            metadata=meta,
+            **kwargs,
+        )
+    except ValueError as e:  # pydantic validation of typed fields
+        raise InvalidInputError(f"invalid memory fields: {e}") from e
+    _check_storable(item)
+    return item
+
+
+def build_items(mm: MemoryManager, specs: Iterable[Any]) -> list[MemoryItem]:
+    """Validate every ``add_many`` item (dicts with at least ``content``) before any is stored."""
+    if isinstance(specs, str | bytes | dict) or not isinstance(specs, Iterable):
+        raise InvalidInputError("items must be an iterable of dicts, each with at least 'content'")
+    built: list[MemoryItem] = []
+    for n, spec in enumerate(specs):
+        if not isinstance(spec, dict):
+            raise InvalidInputError(f"item {n} must be a dict with at least 'content'")
+        if "content" not in spec:
+            raise InvalidInputError(f"item {n} has no 'content'", field="content")
+        built.append(
+            build_item(
+                mm,
+                content=spec["content"],
+                memory_type=spec.get("memory_type", "working"),
+                importance=spec.get("importance", 0.5),
+                user_id=mm._user(spec.get("user_id")),
+                session_id=spec.get("session_id"),
+                created_at=spec.get("created_at"),
+                metadata=spec.get("metadata"),
+                fields={k: v for k, v in spec.items() if k not in ITEM_KEYS},
+                memory_id=spec.get("memory_id"),
+            )
+        )
+    seen: set[str] = set()
+    for it in built:
+        if it.id in seen:
+            raise InvalidInputError(f"memory_id {it.id} appears twice in the batch", field="memory_id")
+        seen.add(it.id)
+    return built
+
+
+def _perceptual_fields(kwargs: dict[str, Any], meta: dict[str, Any]) -> None:
+    src = kwargs.get("source_path") or meta.get("file_path") or meta.get("source_path")
+    if src is not None and not isinstance(src, str):
+        raise InvalidInputError("source_path must be a string", field="source_path")
+    kwargs["source_path"] = src
+    kwargs.setdefault("modality", infer_modality(src))
+    if src and _is_file(src):
+        kwargs["media_hash"] = media_hash(Path(src))
+    meta.setdefault("encoder", "text-proxy")  # the caption/description is what is embedded
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):  # a NUL in the path, a name too long: not a file we can hash
+        return False
+
+
+def _check_participants(value: Any) -> list[str]:
+    """Participants are names (search prefers memories whose participant a query names)."""
+    if not isinstance(value, list | tuple):
+        raise InvalidInputError("participants must be a list of names", field="participants")
+    names = [v.strip() if isinstance(v, str) else v for v in value]
+    if not all(isinstance(v, str) and v for v in names):
+        raise InvalidInputError("participants must be non-empty names (strings)", field="participants")
+    return list(dict.fromkeys(names))
+
+
+def _check_storable(item: MemoryItem) -> None:
+    """Typed fields must be storable text (no lone surrogates) and as bounded as metadata."""
+    try:
+        encoded = json.dumps(item.model_dump(mode="json", include=TYPED_FIELDS), ensure_ascii=False)
+        size = len(encoded.encode("utf-8"))
+    except UnicodeEncodeError as e:
+        raise InvalidInputError(f"typed memory fields are not valid Unicode text ({e.reason})") from e
+    if size > MAX_METADATA_BYTES:
+        raise InvalidInputError(f"typed memory fields are larger than {MAX_METADATA_BYTES} bytes")
+
+
+def media_hash(path: Path) -> str | None:
+    """SHA-256 of a media file, streamed; ``None`` for files over ``MAX_HASH_BYTES`` or unreadable."""
+    try:
+        if path.stat().st_size > MAX_HASH_BYTES:
+            return None
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+    except OSError:
+        return None
