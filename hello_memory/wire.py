@@ -59,7 +59,7 @@ class ErrorDetail(BaseModel):
     code: str = Field(description="stable machine-readable error code, e.g. 'not_found', 'invalid_input'")
     type: str = Field(description="the HelloMemoryError subclass, e.g. 'NotFoundError'")
     message: str = Field(description="what went wrong and what to do")
-    fields: dict[str, str | int | float | bool | None | list[str]] = Field(
+    fields: dict[str, str | int | float | bool | list[str] | None] = Field(
         default_factory=dict, description="the error's attributes, e.g. {'field': 'importance'}"
     )
 
