@@ -65,9 +65,13 @@ class MemoryAPI(Protocol):
         session_id: str | None = None,
         created_at: datetime | str | None = None,
         metadata: dict[str, Any] | None = None,
+        memory_id: str | None = None,
         **fields: Any,
     ) -> MemoryItem:
-        """Store one memory; ``fields`` are type-specific (``event_type``, ``tags``, ...)."""
+        """Store one memory; ``fields`` are type-specific (``event_type``, ``tags``, ...).
+
+        ``memory_id`` (a full UUID chosen by the caller) makes a retry a no-op.
+        """
         ...
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:

@@ -140,6 +140,7 @@ class RemoteMemory:
         session_id: str | None = None,
         created_at: datetime | str | None = None,
         metadata: dict[str, Any] | None = None,
+        memory_id: str | None = None,
         **fields: Any,
     ) -> MemoryItem:
         """Store one memory and return it (see :meth:`hello_memory.MemoryManager.add`)."""
@@ -153,6 +154,7 @@ class RemoteMemory:
                 "session_id": session_id,
                 "created_at": created_at,
                 "metadata": metadata,
+                **({} if memory_id is None else {"memory_id": memory_id}),
             }
         )
         return self._call("POST", "/v1/memories", _ITEM, body=body)

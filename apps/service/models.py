@@ -33,6 +33,7 @@ class AddMemory(_Request):
     """``MemoryManager.add``: one memory (type-specific fields at the top level)."""
 
     content: Text
+    memory_id: Text | None = Field(default=None, description="a full UUID chosen by the caller: a retry is a no-op")
     memory_type: MemoryType = MemoryType.WORKING
     importance: Number = 0.5
     user_id: UserId = None

@@ -24,7 +24,7 @@ import pytest
 
 from hello_memory.api import MemoryAPI
 from hello_memory.context import ContextBlock
-from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.errors import IdConflictError, InvalidInputError, NotFoundError
 from hello_memory.models import MemoryType
 
 PAST = datetime(2020, 1, 1, tzinfo=timezone.utc)
@@ -61,6 +61,21 @@ class MemoryAPIContract:
         assert item.metadata == meta and item.tags == ["me"] and item.participants == ["张三"]
         assert item.event_type == "intro" and item.created_at == PAST
         assert memory.get(item.id) == item
+
+    def test_a_retry_with_the_same_memory_id_stores_nothing_twice(self, memory: MemoryAPI) -> None:
+        mid = str(uuid.uuid4())
+        first = memory.add("Bob moved to Lyon", memory_type="episodic", memory_id=mid)
+        again = memory.add("Bob moved to Lyon", memory_type="episodic", memory_id=mid)
+        assert first.id == again.id == mid and again.content == first.content
+        batch = [{"content": "tea at noon", "memory_type": "semantic", "memory_id": str(uuid.uuid4())}]
+        assert [m.id for m in memory.add_many(batch)] == [m.id for m in memory.add_many(batch)]
+        assert len(memory.get_all()) == 2
+        with pytest.raises(IdConflictError) as err:
+            memory.add("something else", memory_type="episodic", memory_id=mid)
+        assert "Lyon" not in str(err.value)
+        with pytest.raises(IdConflictError):  # another user's id: refused, nothing revealed
+            memory.add("Bob moved to Lyon", memory_type="episodic", memory_id=mid, user_id=_other())
+        assert len(memory.get_all()) == 2
 
     def test_created_at_accepts_iso_text_and_naive_means_utc(self, memory: MemoryAPI) -> None:
         a = memory.add("from text", memory_type="episodic", created_at="2021-05-03T10:00:00+02:00")

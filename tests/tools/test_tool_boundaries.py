@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hello_memory import indexing
+from hello_memory import items
 from hello_memory.errors import NotFoundError, StoreError
 from tools.memory_tool import MemoryTool
 from tools.rag_tool import RAGTool
@@ -57,8 +57,8 @@ def test_rag_tool_with_no_roots_reads_nothing(work, settings, fake_embedder):
 def test_memory_tool_checks_file_paths_before_touching_the_file(work, settings, fake_embedder, monkeypatch, where):
     """Before: any regular file up to 512 MB was SHA-256-hashed: an existence/hash oracle and a DoS."""
     hashed: list[Path] = []
-    real_hash = indexing.media_hash
-    monkeypatch.setattr(indexing, "media_hash", lambda p: hashed.append(p) or real_hash(p))
+    real_hash = items.media_hash
+    monkeypatch.setattr(items, "media_hash", lambda p: hashed.append(p) or real_hash(p))
     (work / "photo.jpg").write_bytes(b"\xff\xd8\xff not really a jpeg")
 
     def add(path: str):
