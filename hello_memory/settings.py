@@ -81,8 +81,9 @@ class Settings(BaseSettings):
         default=2,
         ge=0,
         le=10,
-        description="session neighbours (before and after) indexed lexically with each episodic memory; "
-        "a property of the data directory, re-indexed when it changes",
+        description="session neighbours (before and after) indexed lexically with each conversation turn "
+        "(an episodic memory with a session_id and event_type='conversation'); other memories keep their "
+        "own words; a property of the data directory, re-indexed when it changes",
     )
     participant_weight: float = Field(
         default=0.1,

@@ -2,7 +2,8 @@
 
 Each corpus is one user of a :class:`hello_memory.MemoryManager` living in a temporary home;
 docs are added as episodic memories carrying ``metadata["doc_id"]`` (and a named speaker as their
-participant), and a search maps hits back to those ids. The ``paper`` profile is the seed's
+participant; docs of a session are conversation turns, ``event_type="conversation"``), and a search
+maps hits back to those ids. The ``paper`` profile is the seed's
 formulas with dense-only similarity (``Settings(fusion="dense", participant_weight=0)``).
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 from benchmarks.datasets.base import Doc, Query
 from benchmarks.systems.base import SystemContext, SystemUnavailableError
 from benchmarks.systems.views import ASSISTANT_SPEAKERS
+from hello_memory.stores.sqlite_lexical import TURN_EVENT_TYPE
 
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
@@ -35,8 +37,9 @@ def memory_payload(doc: Doc) -> dict[str, Any]:
     }
     if doc.created_at is not None:
         item["created_at"] = doc.created_at
-    if doc.session_id is not None:
+    if doc.session_id is not None:  # a turn of a conversation session (LoCoMo, LongMemEval)
         item["session_id"] = doc.session_id
+        item["event_type"] = TURN_EVENT_TYPE
     if doc.speaker and doc.speaker.lower() not in ROLE_SPEAKERS:
         item["participants"] = [doc.speaker]  # a chat turn's participant is its speaker
     return item

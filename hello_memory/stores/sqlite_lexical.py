@@ -1,13 +1,35 @@
 """The lexical (FTS5) side of the record store: tokens, selective query terms, conversation context.
 
-Each memory's FTS document is its own tokens; an episodic memory with a session also carries the
-tokens of up to ``context_window`` live episodic memories before and after it in that session (by
-``created_at``, then insertion order), its own tokens counted twice. A question about a
-conversation often matches the turn *around* the evidence (the question that prompted it, the
-reply that names the topic): on LoCoMo this lifted ``MemoryManager`` evidence recall@10 from 0.654
-to 0.771 while LongMemEval (user turns only) stayed level (BENCHMARKS.md). The documents are
-rewritten inside the caller's transaction whenever a neighbourhood changes (add, content update,
-soft delete, restore, delete), so the index never disagrees with the live rows.
+Lexical semantics (what any other record store must reproduce to rank the same way):
+
+- **Tokens.** A memory's own tokens are :func:`hello_memory.text.lexical_tokens` of its content
+  (stemmed English words, jieba words plus character bigrams for Chinese), made FTS-safe by
+  :func:`fts_tokens` and stored in the ``lex`` column.
+- **Conversation context.** A *conversation turn* is an episodic memory with a ``session_id`` and
+  ``event_type == "conversation"`` (:data:`TURN_EVENT_TYPE`; ``MemoryTool.auto_record_conversation``
+  and the benchmark adapters set it; ``event_type`` cannot change after the add). The FTS document
+  of a turn is the own tokens of up to ``context_window`` live turns before it in its session (by
+  ``created_at``, then insertion order), its own tokens twice, then up to ``context_window`` live
+  turns after it. Every other memory — notes, document loads, Q&A records, facts — is indexed with
+  its own tokens only, even when it shares a session with turns, and is never a turn's neighbour.
+  A question about a conversation often matches the turn *around* the evidence (the question that
+  prompted it, the reply that names the topic): on LoCoMo this lifted ``MemoryManager`` evidence
+  recall@10 from 0.654 to 0.771 while LongMemEval (user turns only) stayed level (BENCHMARKS.md).
+  Before it was limited to turns, five unrelated app memories of one session (document loads, Q&A
+  records, notes) scored lexical 0.73–0.86 for "dentist appointment" through one that named it.
+  The documents are rewritten inside the caller's transaction whenever a neighbourhood changes
+  (add, content update, soft delete, restore, delete), so the index never disagrees with the live
+  rows; a file indexed under another window or rule is re-indexed when opened.
+- **Query terms.** The query's distinct tokens that some memory holds, without those found in more
+  than ``COMMON_TERM_DOCS`` FTS documents when rarer ones remain, the ``MAX_QUERY_TERMS`` rarest
+  kept; they are OR-ed.
+- **Score.** FTS5 ``bm25`` (k1 = 1.2, b = 0.75, ``idf = log((N − n + 0.5) / (n + 0.5))``, at least
+  1e-6; N documents, n holding the term; statistics over every user's documents), higher is
+  better. Search fuses it relative to the best candidate (:mod:`hello_memory.relevance`).
+- **Evidence** (the relevance floor): :meth:`ConversationLexicalIndex.query_weight` is the sum of
+  the query terms' idf — about what a document holding each term once at average length scores —
+  and a memory's lexical evidence is ``min(1, bm25 / query_weight)``: roughly the idf-weighted
+  share of the query it matches, whatever the corpus size.
 """
 
 from __future__ import annotations
@@ -24,6 +46,10 @@ from hello_memory.models import MemoryType
 logger = logging.getLogger(__name__)
 
 COMMON_TERM_DOCS = 2000
+TURN_EVENT_TYPE = "conversation"  # the event_type that marks a conversation turn (see above)
+# Stored with the window: a file indexed under another rule is re-indexed when opened.
+CONTEXT_RULE = "conversation-turns-v1"
+_IS_TURN = "json_extract(fields, '$.event_type') = 'conversation'"
 MAX_QUERY_TERMS = 32  # the rarest ones; a pasted paragraph must not become a 300-term OR query
 _FTS_SAFE = re.compile(r"[^\w]", re.UNICODE)
 
@@ -71,14 +97,15 @@ class ConversationLexicalIndex:
         """``(before, after)`` ``(rowid, lex)`` of the live session neighbours of ``rowid``, nearest first."""
         w = self.context_window
         me = conn.execute(
-            "SELECT user_id, session_id, memory_type, created_at FROM memories WHERE rowid=?", (rowid,)
+            f"SELECT user_id, session_id, memory_type, created_at, {_IS_TURN} FROM memories WHERE rowid=?",
+            (rowid,),
         ).fetchone()
-        if w == 0 or me is None or me[1] is None or me[2] != MemoryType.EPISODIC.value:
+        if w == 0 or me is None or me[1] is None or me[2] != MemoryType.EPISODIC.value or not me[4]:
             return [], []
         base = (
             "SELECT rowid, lex FROM memories INDEXED BY ix_mem_user_session_created "
             "WHERE user_id=? AND session_id=? AND created_at {op} ? AND memory_type='episodic' "
-            "AND deleted_at IS NULL AND rowid<>? AND (created_at<>? OR rowid {op} ?) "
+            f"AND deleted_at IS NULL AND rowid<>? AND (created_at<>? OR rowid {{op}} ?) AND {_IS_TURN} "
             "ORDER BY created_at {order}, rowid {order} LIMIT ?"
         )
         args = (me[0], me[1], me[3], rowid, me[3], rowid, w)
@@ -127,9 +154,10 @@ class ConversationLexicalIndex:
         )
 
     def _sync_context_window(self, conn: sqlite3.Connection) -> None:
-        """Rebuild the session memories' FTS documents when the file was indexed with another window."""
+        """Rebuild the session memories' FTS documents when the file was indexed with another window
+        or context rule (files written before :data:`CONTEXT_RULE` stored the window alone)."""
         row = conn.execute("SELECT value FROM meta WHERE key='lexical_context_window'").fetchone()
-        if row is not None and int(row[0]) == self.context_window:
+        if row is not None and row[0] == f"{self.context_window}/{CONTEXT_RULE}":
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -141,7 +169,7 @@ class ConversationLexicalIndex:
                 self._write_fts(conn, rowid)
             conn.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('lexical_context_window', ?)",
-                (str(self.context_window),),
+                (f"{self.context_window}/{CONTEXT_RULE}",),
             )
         except BaseException:
             conn.execute("ROLLBACK")

@@ -538,9 +538,11 @@ def test_memory_payload_for_hello_memory():
         "metadata": {"doc_id": "D1:1", "speaker": "Caroline"},
         "created_at": when,
         "session_id": "1",
+        "event_type": "conversation",  # a turn of a session: indexed with the turns around it
         "participants": ["Caroline"],
     }
     assert "created_at" not in memory_payload(Doc("m", "x"))
+    assert "event_type" not in memory_payload(Doc("m", "x"))  # MADial memories are not turns
     assert "participants" not in memory_payload(Doc("m", "x", speaker="user"))  # a role, not a name
 
 
