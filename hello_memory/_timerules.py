@@ -123,6 +123,64 @@ def _last_weekend(ref: datetime) -> tuple[datetime, datetime]:
     return start, start + 2 * DAY
 
 
+def _ahead(ref: datetime, n: float, unit: str, vague: bool) -> tuple[datetime, datetime, timedelta]:
+    """``n`` units after ``ref`` ("in two weeks", "三天后"): the mirror of :func:`_ago`."""
+    half, slack = _AGO[unit]
+    if unit == "day" and n == int(n) and not vague:
+        start, end = _day(ref, -int(n))
+        return start, end, slack
+    center = ref + n * _UNIT_LENGTH[unit]
+    if vague:
+        half, slack = half + 0.5 * n * _UNIT_LENGTH[unit], 2 * slack
+    return center - half, center + half, slack
+
+
+def _next_weekday(ref: datetime, weekday: int) -> tuple[datetime, datetime]:
+    """The first ``weekday`` after today ("next Tuesday" said on a Sunday is in two days)."""
+    return _day(ref, -((weekday - ref.weekday()) % 7 or 7))
+
+
+def _coming_weekend(ref: datetime, skip_current: bool) -> tuple[datetime, datetime]:
+    """The Saturday and Sunday ahead; on a weekend day, the current one unless ``skip_current``."""
+    wd = ref.weekday()
+    if wd >= 5:
+        start = _midnight(ref) - (wd - 5) * DAY + (WEEK if skip_current else timedelta(0))
+    else:
+        start = _midnight(ref) + (5 - wd) * DAY
+    return start, start + 2 * DAY
+
+
+# A sentence that says what will happen: a month or day without a year is then the next one, not
+# the last ("I'm going to Paris in June", said in March, is about this June, not last year's).
+_FUTURE_CUE = re.compile(
+    r"\b(?:will|shall|going\s+to|gonna|plan|plans|planning|intend|intends|upcoming|coming\s+up|scheduled"
+    r"|looking\s+forward|can't\s+wait|about\s+to|hope\s+to|next)\b|\w'll\b"
+    r"|打算|准备|计划|将要|将会|就要|快要|即将|要去|会去|想去",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?。！？;；\n]")
+
+
+def says_future(m: re.Match[str]) -> bool:
+    """Whether the sentence around the match speaks of the future (:data:`_FUTURE_CUE`).
+
+    Example:
+        >>> says_future(re.search("June", "We went to Rome. I will visit Paris in June."))
+        True
+        >>> says_future(re.search("June", "I will call you. We visited Paris in June."))
+        False
+    """
+    return _in_sentence(_FUTURE_CUE, m)
+
+
+def _in_sentence(cue: re.Pattern[str], m: re.Match[str]) -> bool:
+    """Whether ``cue`` occurs in the sentence that holds the match."""
+    text = m.string
+    starts = [e.end() for e in _SENTENCE_END.finditer(text, 0, m.start())]
+    end = _SENTENCE_END.search(text, m.end())
+    return cue.search(text, starts[-1] if starts else 0, end.start() if end else len(text)) is not None
+
+
 def _zh_number(text: str) -> float | None:
     """``"3"``, ``"三"``, ``"十二"``, ``"两"``, ``"半"``, ``"几"`` → a number."""
     if text.isdigit():
@@ -211,6 +269,53 @@ def _zh_weekday(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, ti
     return start, start + DAY, DAY
 
 
+def _en_ahead(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
+    word = m.group("num").lower()
+    n = float(word) if word.isdigit() else float(_EN_NUMBERS[word])
+    return _ahead(ref, n, _EN_UNITS[m.group("unit").lower()], word in _VAGUE) if n > 0 else None
+
+
+def _zh_ahead(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
+    n = _zh_number(m.group("num"))
+    return _ahead(ref, n, _ZH_UNITS[m.group("unit")], m.group("num") == "几") if n else None
+
+
+def _en_next_weekday(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
+    return (*_next_weekday(ref, _WEEKDAYS.index(m.group("day").lower())), DAY)
+
+
+def _zh_next_weekday(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
+    monday = _midnight(ref) + (7 - ref.weekday()) * DAY  # Monday of next week
+    start = monday + _ZH_WEEKDAYS[m.group("day")] * DAY
+    return start, start + DAY, DAY
+
+
+def _next_period(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
+    unit = m.group("unit").lower()
+    start, end = _period(ref, unit, -1)
+    return start, end, _PERIOD_SLACK[unit]
+
+
+def _weekend_ahead(skip_current: bool) -> Resolver:
+    return lambda m, ref: (*_coming_weekend(ref, skip_current), DAY)
+
+
+_PAST_CUE = re.compile(r"\b(?:did|was|were|went|had|got|spent)\b|了", re.IGNORECASE)
+
+
+def _this_weekend(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
+    """The current or coming weekend; on a weekday, in a sentence about the past ("what did I do this
+    weekend?" on a Monday), the one just gone."""
+    if ref.weekday() < 5 and not says_future(m) and _in_sentence(_PAST_CUE, m):
+        return (*_last_weekend(ref), DAY)
+    return (*_coming_weekend(ref, False), DAY)
+
+
+def _zh_next_weekend(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
+    start = _midnight(ref) + (12 - ref.weekday()) * DAY  # Saturday of next week
+    return start, start + 2 * DAY, DAY
+
+
 # Most specific first: a later pattern never claims characters an earlier one matched.
 _MONTHS = {
     name: i + 1
@@ -239,23 +344,34 @@ def _calendar_day(year: int, month: int, day: int, ref: datetime) -> datetime | 
 
 
 def _date(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
-    """A calendar day; without a year, its latest occurrence up to ``ref``."""
+    """A calendar day; without a year, its latest occurrence up to ``ref`` — or, in a sentence
+    about the future (:func:`says_future`), its next occurrence from today on."""
     month, day = _month_number(m.group("month")), _day_number(m.group("day"))
     if month is None or day is None:
         return None
     year = m.group("year")
     start = _calendar_day(int(year) if year else ref.year, month, day, ref)
-    if start is not None and not year and start > ref:
-        start = _calendar_day(ref.year - 1, month, day, ref)
+    if start is not None and not year:
+        if says_future(m):
+            if start < _midnight(ref):
+                start = _calendar_day(ref.year + 1, month, day, ref)
+        elif start > ref:
+            start = _calendar_day(ref.year - 1, month, day, ref)
     return None if start is None else (start, start + DAY, DAY)
 
 
 def _month(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
-    """A calendar month; without a year, its latest occurrence up to ``ref``."""
+    """A calendar month; without a year, its latest occurrence up to ``ref`` — or, in a sentence
+    about the future, the next one (the current month included)."""
     month = _month_number(m.group("month"))
     if month is None:
         return None
-    year = int(m.group("year")) if m.groupdict().get("year") else ref.year - (month > ref.month)
+    if m.groupdict().get("year"):
+        year = int(m.group("year"))
+    elif says_future(m):
+        year = ref.year + (month < ref.month)
+    else:
+        year = ref.year - (month > ref.month)
     start = _month_start(ref.replace(year=year, month=month, day=1))
     return start, _month_start(start, -1), _PERIOD_SLACK["month"]
 
@@ -285,10 +401,11 @@ class Rule(NamedTuple):
     pattern: re.Pattern[str]
     resolve: Resolver
     trailing: bool = False
+    ahead: bool = False  # can name a time after the text was said (future phrases, dates without a year)
 
 
-def _rule(needs: str, pattern: str, resolve: Resolver, *, trailing: bool = False) -> Rule:
-    return Rule(tuple(needs.split("|")), re.compile(pattern, re.IGNORECASE), resolve, trailing)
+def _rule(needs: str, pattern: str, resolve: Resolver, *, trailing: bool = False, ahead: bool = False) -> Rule:
+    return Rule(tuple(needs.split("|")), re.compile(pattern, re.IGNORECASE), resolve, trailing, ahead)
 
 
 # Most specific first: a later rule never claims characters an earlier one matched. The words
@@ -298,26 +415,46 @@ RULES: tuple[Rule, ...] = (
           trailing=True),
     _rule("past|last", rf"\b(?:past|last)\s+(?P<num>{_EN_NUM})\s+{_EN_UNIT}\b", _en_trailing, trailing=True),
     _rule("ago|back|earlier", rf"\b(?P<num>{_EN_NUM})\s+{_EN_UNIT}\s+(?:ago|back|earlier)\b", _en_ago),
+    _rule("now", rf"\b(?P<num>{_EN_NUM})\s+{_EN_UNIT}\s+from\s+now\b", _en_ahead, ahead=True),
+    _rule("in", rf"\bin\s+(?P<num>{_EN_NUM})\s+{_EN_UNIT}\b(?!\s+(?:ago|back|earlier))", _en_ahead, ahead=True),
+    _rule("tomorrow", r"\bthe\s+day\s+after\s+tomorrow\b", _fixed_day(-2), ahead=True),
+    _rule("tomorrow", r"\btomorrow\b", _fixed_day(-1), ahead=True),
+    _rule("weekend", r"\bnext\s+weekend\b", _weekend_ahead(True), ahead=True),
+    _rule("weekend", r"\bthis\s+coming\s+weekend\b", _weekend_ahead(False), ahead=True),
+    _rule("weekend", r"\bthis\s+weekend\b", _this_weekend, ahead=True),
+    _rule("day", rf"\b(?:next|this\s+coming)\s+(?P<day>{'|'.join(_WEEKDAYS)})\b", _en_next_weekday, ahead=True),
+    _rule("next", r"\bnext\s+(?P<unit>week|month|year)\b", _next_period, ahead=True),
     _rule("yesterday", r"\bthe\s+day\s+before\s+yesterday\b", _fixed_day(2)),
     _rule("yesterday|night", r"\b(?:yesterday|last\s+night)\b", _fixed_day(1)),
     _rule("today|morning|afternoon", rf"\b{_NOT_UNTIL}(?:today|this\s+(?:morning|afternoon))\b", _fixed_day(0)),
     _rule("weekend", r"\b(?:last|this\s+past)\s+weekend\b", _weekend),
     _rule("day", rf"\b(?:last|this\s+past)\s+(?P<day>{'|'.join(_WEEKDAYS)})\b", _en_weekday),
     _rule("week|month|year", r"\b(?P<which>last|this)\s+(?P<unit>week|month|year)\b", _en_period),
-    _rule("1|2|3|4|5|6|7|8|9|0", rf"\b{_MONTH}\s+{_DAY_NUM}(?:,?\s+{_YEAR})?\b", _date),
-    _rule("1|2|3|4|5|6|7|8|9|0", rf"\b{_DAY_NUM}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", _date),
+    _rule("1|2|3|4|5|6|7|8|9|0", rf"\b{_MONTH}\s+{_DAY_NUM}(?:,?\s+{_YEAR})?\b", _date, ahead=True),
+    _rule("1|2|3|4|5|6|7|8|9|0", rf"\b{_DAY_NUM}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", _date, ahead=True),
     _rule("-", r"\b(?P<year>(?:19|20)\d\d)-(?P<month>1[0-2]|0?[1-9])-(?P<day>[0-3]?\d)\b", _date),
     _rule("19|20", rf"\b{_MONTH},?\s+{_YEAR}\b", _month),
-    _rule("in|during|throughout", rf"{_IN}(?:(?:early|late|mid)[\s-]+)?{_MONTH}(?!\s*\d)", _month),
+    _rule("in|during|throughout", rf"{_IN}(?:(?:early|late|mid)[\s-]+)?{_MONTH}(?!\s*\d)", _month, ahead=True),
     _rule("19|20", rf"{_IN}{_YEAR}\b(?![-/])", _year),
-    _rule("月", rf"(?:{_YEAR}年)?{_ZH_MONTH}月{_ZH_DAY}[日号]", _date),
+    _rule("月", rf"(?:{_YEAR}年)?{_ZH_MONTH}月{_ZH_DAY}[日号]", _date, ahead=True),
     _rule("月", rf"(?:{_YEAR}年){_ZH_MONTH}月(?!{_ZH_DAY}[日号])", _month),
     # A bare month: not "三个月", "上月", "每月", "三月前" (three months ago), "2023年5月" (above).
-    _rule("月", rf"{_NOT_AFTER_ZH}{_ZH_MONTH}月(?!份?{_ZH_DAY}[日号]|[前内])", _month),
+    _rule("月", rf"{_NOT_AFTER_ZH}{_ZH_MONTH}月(?!份?{_ZH_DAY}[日号]|[前内])", _month, ahead=True),
     _rule("年", rf"{_YEAR}年(?!{_ZH_MONTH}月|\d)", _year),
     _rule("最近|过去|近", rf"(?:最近|过去|近)(?:的)?{_ZH_NUM}{_ZH_UNIT}", _zh_trailing, trailing=True),
     _rule("最近几天", r"最近几天", lambda m, ref: _trailing(ref, 3, "day", True), trailing=True),
     _rule("前", rf"{_ZH_NUM}{_ZH_UNIT}(?:前|之前|以前)", _zh_ago),
+    _rule("后", rf"{_ZH_NUM}{_ZH_UNIT}(?:后|之后|以后)", _zh_ahead, ahead=True),
+    _rule("后天", r"大后天", _fixed_day(-3), ahead=True),
+    _rule("后天", r"(?<!先天)后天", _fixed_day(-2), ahead=True),
+    _rule("明", r"明天|明日|明早|明晚", _fixed_day(-1), ahead=True),
+    _rule("下", r"下(?:个)?(?:周|星期|礼拜)末", _zh_next_weekend, ahead=True),
+    _rule("下", r"下(?:个)?(?:周|星期|礼拜)(?P<day>[一二三四五六日天])", _zh_next_weekday, ahead=True),
+    _rule("下", r"下(?:个)?(?P<unit>周|星期|礼拜)", lambda m, ref: (*_period(ref, "week", -1), _PERIOD_SLACK["week"]),
+          ahead=True),
+    _rule("下", r"下(?:个)?月", lambda m, ref: (*_period(ref, "month", -1), _PERIOD_SLACK["month"]), ahead=True),
+    _rule("明年", r"明年", lambda m, ref: (*_period(ref, "year", -1), _PERIOD_SLACK["year"]), ahead=True),
+    _rule("本|这", r"(?:本|这)(?:个)?(?:周|星期|礼拜)末", _this_weekend, ahead=True),
     _rule("前天", r"前天", _fixed_day(2)),
     _rule("昨", r"昨天|昨日|昨晚", _fixed_day(1)),
     _rule("今", r"(?<!截至)(?<!截止)(?<!直到)(?:今天|今日|今早)(?!之前|以前|为止)", _fixed_day(0)),

@@ -93,11 +93,12 @@ class Settings(BaseSettings):
         "(0 turns it off; the paper profile uses 0)",
     )
     adjacency_weight: float = Field(
-        default=0.9,
+        default=0.0,
         ge=0,
         le=1,
-        description="a conversational turn and the next one, by another participant, when the first asks "
-        "something: each gets at least this share of the other's relevance (0 turns it off)",
+        description="opt-in (0 = off): a conversational turn and the next one, by another participant, when "
+        "the first asks something, each get at least this share of the other's relevance (0.9 was tuned on "
+        "LoCoMo's development conversations; BENCHMARKS.md has the cross-validated figures)",
     )
     time_weight: float = Field(
         default=0.3,
@@ -105,6 +106,25 @@ class Settings(BaseSettings):
         le=1,
         description="how far a memory made in a time the query names ('last week', '三天前') is moved "
         "towards sim 1 (0 turns it off; the paper profile uses 0)",
+    )
+    relevance_floor: bool = Field(
+        default=True,
+        description="drop candidates whose raw evidence clears neither floor_cosine nor floor_lexical "
+        "before ranking, so a query about nothing stored returns nothing (the paper profile turns it off)",
+    )
+    floor_cosine: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="raw cosine a memory needs under the relevance floor; None: calibrated for the "
+        "embedder (e5 0.80, tfidf 0.3), and no dense floor (the floor is off) for uncalibrated embedders",
+    )
+    floor_lexical: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="lexical evidence (the idf-weighted share of the query's terms a memory holds) a "
+        "memory needs under the relevance floor; None: 0.35",
     )
     min_score: float = Field(default=0.0, ge=0, le=2, description="absolute floor on the final score")
 

@@ -22,7 +22,15 @@ What is recognised:
 - calendar dates: ``October 13, 2023``, ``1 February, 2023``, ``the 3rd of Jan``, ``2023-10-13``,
   ``October 2023``, ``in June``, ``in 2023``, ``2023年10月13日``, ``5月3号``, ``2023年5月``,
   ``十二月``, ``2022年``; without a year, the latest such day or month up to the reference time
-  ("May" only capitalised and next to a day or year: it is a verb too).
+  ("May" only capitalised and next to a day or year: it is a verb too) — unless the sentence
+  speaks of the future ("will", "going to", "plan", "'ll", "打算", "准备"...): "I'm going to Paris
+  in June", said in March, is about this June, not last year's;
+- the future: ``tomorrow``, ``the day after tomorrow``, ``next Tuesday`` / ``this coming Friday``
+  (the first one after today), ``next week|month|year``, ``next weekend``, ``this weekend`` (the
+  current or coming one; on a weekday in a sentence about the past, the one just gone), ``in two
+  weeks``, ``three days from now``, ``明天``, ``后天``, ``大后天``, ``下周``, ``下周二``, ``下周末``,
+  ``下个月``, ``明年``, ``三天后``, ``两个月以后``. A query about the future ("what is planned for
+  next Tuesday?") finds the memories that named that time when they were said.
 
 A question *about* a time ("how many days ago did I ...?") names no time and yields nothing, and
 neither do "before today" and "until today". People are loose with such phrases (a "two weeks ago"
@@ -30,7 +38,8 @@ event is often 10 or 18 days back), so a window has a core, where the fit is 1, 
 grows with the unit, over which the fit falls linearly to 0.
 
 The same patterns read memory texts ("I tried a mojito last weekend", said on a Wednesday, is
-about that weekend: :func:`memory_fit`).
+about that weekend; "the dentist is next Tuesday", said on a Friday, is about the Tuesday after:
+:func:`memory_fit`).
 
 Hand-written rather than a date-parsing library. ``dateparser.search_dates`` (measured here, 1.2)
 resolves a phrase to one instant, not a window with a tolerance; it found no date in "我三天前买了
@@ -58,6 +67,7 @@ class TimeWindow:
         phrase: the words of the query that named it.
         span: ``(start, end)`` character offsets of ``phrase`` in the query.
         trailing: a period up to the reference time ("in the past month"), not a point in the past.
+        future: the window starts after the reference time ("next Tuesday", "明天", "in two weeks").
     """
 
     start: datetime
@@ -66,6 +76,7 @@ class TimeWindow:
     phrase: str
     span: tuple[int, int]
     trailing: bool = False
+    future: bool = False
 
     def fit(self, ts: float) -> float:
         """1 inside the core, falling linearly to 0 at ``slack`` beyond it (``ts``: POSIX seconds).
@@ -102,10 +113,12 @@ class TimeWindow:
 
 
 
-def time_windows(query: str, reference: datetime) -> list[TimeWindow]:
+def time_windows(query: str, reference: datetime, *, ahead_only: bool = False) -> list[TimeWindow]:
     """The windows of time ``query`` names, resolved against ``reference`` (when it is asked).
 
     ``reference`` should be timezone-aware: calendar days and weeks are taken in its timezone.
+    ``ahead_only`` keeps only the windows that start after ``reference`` ("next Tuesday", "in June"
+    in a sentence about the future), and runs only the rules that can name one.
 
     Example:
         >>> from datetime import timezone
@@ -121,7 +134,7 @@ def time_windows(query: str, reference: datetime) -> list[TimeWindow]:
     taken: list[tuple[int, int]] = []
     lowered = query.lower()
     for rule in RULES:
-        if not any(word in lowered for word in rule.needs):
+        if (ahead_only and not rule.ahead) or not any(word in lowered for word in rule.needs):
             continue
         for m in rule.pattern.finditer(query):
             a, b = m.span()
@@ -129,10 +142,12 @@ def time_windows(query: str, reference: datetime) -> list[TimeWindow]:
             if any(a < y and x < b for x, y in taken):
                 continue
             window = rule.resolve(m, reference)
-            if window is None:
+            if window is None or (ahead_only and window[0] <= reference):
                 continue
             taken.append((a, b))
-            found.append(TimeWindow(window[0], window[1], window[2], query[a:b], (a, b), rule.trailing))
+            found.append(TimeWindow(
+                window[0], window[1], window[2], query[a:b], (a, b), rule.trailing, window[0] > reference
+            ))  # fmt: skip
     return sorted(found, key=lambda w: w.span)
 
 
@@ -153,9 +168,11 @@ def memory_fit(named: Sequence[TimeWindow], created: datetime, content: str) -> 
     """
     ts = created.timestamp()
     best = max(w.fit(ts) for w in named)
-    # The text can only name times up to when it was said: skip it when that is before every window.
-    if best < 1.0 and ts >= min(w.bounds[0] for w in named):
-        for said in time_windows(content, created):
+    if best < 1.0:
+        # Said before every window, a text can only name one by looking ahead ("next Tuesday"):
+        # only the rules that can are run (most memories are older than the time a query names).
+        before = ts < min(w.bounds[0] for w in named)
+        for said in time_windows(content, created, ahead_only=before):
             if not said.trailing:
                 best = max(best, *(w.overlap(said) for w in named))
     return best

@@ -26,16 +26,17 @@ Lexical semantics (what any other record store must reproduce to rank the same w
 - **Score.** FTS5 ``bm25`` (k1 = 1.2, b = 0.75, ``idf = log((N − n + 0.5) / (n + 0.5))``, at least
   1e-6; N documents, n holding the term; statistics over every user's documents), higher is
   better. Search fuses it relative to the best candidate (:mod:`hello_memory.relevance`).
-- **Evidence** (the relevance floor): :meth:`ConversationLexicalIndex.query_weight` is the sum of
-  the query terms' idf — about what a document holding each term once at average length scores —
-  and a memory's lexical evidence is ``min(1, bm25 / query_weight)``: roughly the idf-weighted
-  share of the query it matches, whatever the corpus size.
+- **Evidence** (the relevance floor): :meth:`ConversationLexicalIndex.lexical_evidence`, the
+  idf-weighted share of the query's distinct terms that a memory's FTS document holds, with an idf
+  that counts the query's unknown terms and never vanishes in a small memory (its docstring has
+  the formula). Only candidates that the vector side does not already admit need it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -51,6 +52,7 @@ TURN_EVENT_TYPE = "conversation"  # the event_type that marks a conversation tur
 CONTEXT_RULE = "conversation-turns-v1"
 _IS_TURN = "json_extract(fields, '$.event_type') = 'conversation'"
 MAX_QUERY_TERMS = 32  # the rarest ones; a pasted paragraph must not become a 300-term OR query
+EVIDENCE_MIN_DOCS = 1000  # lexical evidence treats a smaller memory as a sample of one this size
 _FTS_SAFE = re.compile(r"[^\w]", re.UNICODE)
 
 
@@ -83,6 +85,7 @@ class ConversationLexicalIndex:
     _df_cache: dict[str, tuple[int, int]]  # set by the store's __init__
     _user_docs: dict[str, tuple[int, int]]  # user → (live memories, ``_fts_changes`` when counted)
     _fts_changes: int = 0
+    _doc_count: tuple[int, int] | None = None  # (live memories, ``_fts_changes`` when counted)
 
     if TYPE_CHECKING:  # provided by SQLiteDatabase
 
@@ -134,7 +137,7 @@ class ConversationLexicalIndex:
 
     def _forget_frequencies(self) -> None:
         """Drop every cached count (after bulk changes to the FTS table)."""
-        self._df_cache, self._user_docs = {}, {}
+        self._df_cache, self._user_docs, self._doc_count = {}, {}, None
 
     def _write_fts(self, conn: sqlite3.Connection, rowid: int) -> None:
         self._fts_changed(2)
@@ -179,6 +182,46 @@ class ConversationLexicalIndex:
             logger.info(
                 "rebuilt the lexical context of %d memories (window %d)", len(rowids), self.context_window
             )
+
+    def lexical_evidence(self, user_id: str, tokens: Sequence[str], ids: Sequence[str]) -> dict[str, float]:
+        """How much of the query each of the user's memories among ``ids`` matches, in [0, 1].
+
+        The idf-weighted share of the query's distinct terms that the memory's FTS document holds
+        (a conversation turn's document includes its context): ``Σ w(t) for t in query ∩ document /
+        Σ w(t) for t in query``, ``w(t) = log(1 + (N' − n + 0.5) / (n + 0.5))`` with ``n`` the FTS
+        documents holding ``t`` (0 for a term no memory has) and ``N' = max(N, EVIDENCE_MIN_DOCS)``.
+        Unlike bm25, it is absolute: a query about something never stored keeps the weight of its
+        unknown terms, so one shared word is weak evidence; and ``N'`` keeps a small memory (where
+        every term is in most documents, and bm25's idf is 0) from having no evidence at all.
+        """
+        terms = list(dict.fromkeys(fts_tokens(tokens)))
+        if not terms or not ids:
+            return {}
+        df = self._frequencies(terms)
+        n = max(self._document_count(), EVIDENCE_MIN_DOCS)
+        weight = {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+        total = sum(weight.values())
+        out: dict[str, float] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            rows = self.query(
+                "SELECT m.id, f.tokens FROM memories m JOIN memories_fts f ON f.rowid = m.rowid "
+                f"WHERE m.id IN ({','.join('?' * len(part))}) AND +m.user_id=?",
+                [*part, user_id],
+            )
+            for mid, text in rows:
+                held = set(text.split())
+                out[mid] = sum(w for t, w in weight.items() if t in held) / total
+        return out
+
+    def _document_count(self) -> int:
+        """FTS documents of every user (FTS5's N), cached until a tenth of them have changed."""
+        now = self._fts_changes
+        hit = self._doc_count
+        if hit is None or now - hit[1] > max(100, hit[0] // 10):
+            rows = self.query("SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL")
+            hit = self._doc_count = (int(rows[0][0]), now)
+        return hit[0]
 
     def _selective_terms(self, terms: list[str]) -> tuple[list[str], int | None]:
         """Drop terms found in more than ``COMMON_TERM_DOCS`` memories when rarer ones remain.
