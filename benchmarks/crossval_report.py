@@ -20,10 +20,10 @@ def setting_defaults(system: Any, sweep: Sequence[Setting]) -> dict[str, Any]:
     out = {}
     for s in sweep:
         value = getattr(settings, s.name)
-        if s.name == "floor_cosine" and value is None:
+        if s.name in ("floor_cosine", "floor_lexical") and value is None:  # the embedder's calibration
             from hello_memory.relevance import calibrated_floor
 
-            value = calibrated_floor(system._shared_embedder(settings).name).cosine
+            value = getattr(calibrated_floor(system._shared_embedder(settings).name), s.name.split("_")[1])
         out[s.name] = value
     return out
 
@@ -84,6 +84,12 @@ def crossval_json(cv: CrossValidation, meta: Mapping[str, Any]) -> dict[str, Any
         "configs_run": cv.configs_run,
         "search_seconds": round(cv.seconds, 1),
     }
+
+
+def scores_json(cv: CrossValidation) -> dict[str, Any]:
+    """Every configuration run and its per-query scores (for paired comparisons afterwards)."""
+    configs = [{"config": dict(key), "headline": head, "no_answer": none} for key, (head, none) in cv.scores.items()]
+    return {"task": cv.task, "metric": cv.metric, "configs": configs}
 
 
 def _fmt(value: Any) -> str:

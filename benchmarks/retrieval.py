@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _crossval(parser: argparse.ArgumentParser, args: argparse.Namespace, task: RetrievalTask, depth: int) -> int:
     from benchmarks.crossval import SWEEP, parse_sweep
-    from benchmarks.crossval_report import crossval_json, crossval_markdown, crossval_system
+    from benchmarks.crossval_report import crossval_json, crossval_markdown, crossval_system, scores_json
 
     if len(args.system) != 1:
         parser.error("--folds takes exactly one --system (hello_memory with its options)")
@@ -198,6 +198,8 @@ def _crossval(parser: argparse.ArgumentParser, args: argparse.Namespace, task: R
             "roles": args.roles, "depth": depth, **meta}  # fmt: skip
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(crossval_json(cv, meta), indent=2, ensure_ascii=False) + "\n")
+    scores = args.json.with_suffix(".scores.json")  # every configuration's per-query scores
+    scores.write_text(json.dumps(scores_json(cv), ensure_ascii=False) + "\n")
     markdown = crossval_markdown(cv, meta)
     print(markdown)
     if args.markdown:

@@ -128,9 +128,9 @@ def evidence_text(query: str, time_spans: Sequence[tuple[int, int]] = ()) -> lis
         pos = max(pos, end)
     text = " ".join([*kept, query[pos:]])
     tokens = list(dict.fromkeys(lexical_tokens(text)))
-    if not any(is_cjk(c) for c in text):
+    if not any(len(t) == 2 and is_cjk(t[0]) and is_cjk(t[1]) for t in tokens):
         return tokens
-    import jieba  # initialised by lexical_tokens above
+    import jieba  # a CJK bigram means lexical_tokens segmented a CJK run: jieba is initialised
 
     words = {w for w in jieba.lcut(text, HMM=False) if len(w) == 2}
     return [t for t in tokens if len(t) != 2 or not all(is_cjk(c) for c in t) or t in words]

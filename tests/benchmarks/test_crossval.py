@@ -197,3 +197,5 @@ def test_cli_folds_runs_hello_memory_once_per_configuration(tmp_path: Path, monk
         json.dumps({"time_weight": v}) for v in (0, 0.3)
     }
     assert "Cross-validation" in md.read_text() and "time_weight" in md.read_text()
+    scores = json.loads((tmp_path / "cv.scores.json").read_text())  # per-query scores of every config
+    assert len(scores["configs"]) == 2 and set(scores["configs"][0]["no_answer"]) == {"conv-1/4"}
