@@ -11,8 +11,8 @@ Every query is held out exactly once; the pooled held-out scores are the cross-v
 Selection objective: the task's headline metric on answerable queries. The relevance floor
 (``objective="no_answer"``) is chosen differently: the value with the highest no-answer rate on the
 training folds' unanswerable queries among those whose headline metric is within
-:data:`MAX_FLOOR_COST` of the floor switched off (on a task without unanswerable queries, by the
-headline metric alone).
+:data:`MAX_FLOOR_COST` of the floor switched off altogether (every ``no_answer`` setting at its
+``off`` value; on a task without unanswerable queries, by the headline metric alone).
 
 For every setting that switches a feature off at one value (``off``), the report also gives the
 held-out effect of the feature: each fold's chosen configuration against the same configuration
@@ -170,8 +170,9 @@ def choose(
         results = {v: score(v) for v in dict.fromkeys((chosen[setting.name], *setting.values))}
         current = chosen[setting.name]
         if setting.objective == "no_answer" and any(q in train for q in evaluator.scores(chosen)[1]):
-            off = setting.off if setting.off is not None else min(setting.values)
-            limit = score(off)[0] - MAX_FLOOR_COST
+            # the cost is counted against the floor switched off altogether, not against this setting alone
+            off = {s.name: s.off for s in sweep if s.objective == "no_answer" and s.off is not None}
+            limit = _on(evaluator.scores({**chosen, **off})[0], train) - MAX_FLOOR_COST
             allowed = {v: r for v, r in results.items() if r[0] >= limit}
             best = max(allowed, key=lambda v: allowed[v][1], default=current)
             if current not in allowed or allowed[best][1] > allowed[current][1] + 1e-9:

@@ -86,6 +86,22 @@ def test_the_floor_is_chosen_for_no_answers_within_one_point_of_the_headline():
     assert choose(ev, sweep, {"w": 0, "f": 0}, everyone) == {"w": 2, "f": 1}
 
 
+def test_two_floor_settings_together_cost_at_most_one_point():
+    """Each step alone costs 0.8 points against the one before; together they cost 1.6: the second
+    is refused, because the cost counts against the floor switched off."""
+    task = RetrievalTask("t", {"c": []}, [Query(f"q{i}", "x", "c", frozenset({"d"})) for i in range(125)]
+                         + [Query(f"u{i}", "?", "c", frozenset(), answerable=False) for i in range(2)])  # fmt: skip
+
+    def run(config: dict[str, Any]) -> dict[str, list[str]]:
+        steps = (config["a"] > 0) + (config["a"] > 0 and config["b"] > 0)  # one query lost per step
+        out = {q.qid: (["d"] if int(q.qid[1:]) >= steps else []) for q in task.queries if q.answerable}
+        out.update({f"u{i}": ([] if steps > i else ["d"]) for i in range(2)})  # one more answered per step
+        return out
+
+    sweep = [Setting("a", (0, 1), off=0, objective="no_answer"), Setting("b", (0, 1), objective="no_answer")]
+    assert choose(Evaluator(task, run), sweep, {"a": 0, "b": 0}, {q.qid for q in task.queries}) == {"a": 1, "b": 0}
+
+
 def test_crossvalidation_reports_held_out_scores_and_feature_effects():
     task = _task()
     calls: list[dict[str, Any]] = []
