@@ -30,7 +30,7 @@ from hello_memory.relevance import (
 from hello_memory.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
 from hello_memory.stores.base import Filter, Range
 from hello_memory.stores.sqlite import ScoreRow
-from hello_memory.text import lexical_tokens
+from hello_memory.text import estimate_tokens, lexical_tokens
 from hello_memory.tiers.working import score_working
 from hello_memory.timeref import TimeWindow, memory_fit, time_windows
 from hello_memory.validation import (
@@ -48,6 +48,10 @@ if TYPE_CHECKING:
 
 MIN_CANDIDATES = 50
 TIME_EVIDENCE = 0.5  # a memory fitting a time the query names this well passes the relevance floor
+# The relevance floor judges questions, not conversations or long texts: e5-small's cosines between a
+# long English text and a short memory are flat (MADial en: the gold memories' median cosine 0.79,
+# about what an unrelated short question reaches), and a floor cost 25 points of recall@10 there.
+FLOOR_MAX_QUERY_TOKENS = 64
 _QUESTION = re.compile(r"[?？]")
 
 
@@ -88,8 +92,10 @@ def search(
     """See :meth:`MemoryManager.search`."""
     if isinstance(query, str):
         query = check_text(query, "query", max_chars=MAX_QUERY_CHARS)
+        judged = estimate_tokens(query) <= FLOOR_MAX_QUERY_TOKENS
     else:
         query = conversation_query(query)
+        judged = False  # a conversation is never judged by the relevance floor (see FLOOR_MAX_QUERY_TOKENS)
     limit = check_limit(limit)
     min_importance = check_importance(min_importance, "min_importance")
     if session_id is not None:
@@ -108,7 +114,9 @@ def search(
     light: list[_Light] = []
     if vector_types:
         named_times = time_windows(query, reference) if mm.settings.time_weight > 0 else []
-        light = _vector_tiers(mm, query, user_id, vector_types, limit, session_id, window, named_times)
+        light = _vector_tiers(
+            mm, query, user_id, vector_types, limit, session_id, window, named_times, judged=judged
+        )
     ranked: list[tuple[float, str, ScoredMemory | _Light]] = [
         (h.score, h.item.id, h) for h in hits if h.item.importance >= min_importance and h.score >= floor
     ]
@@ -158,6 +166,8 @@ def _vector_tiers(
     session_id: str | None,
     window: tuple[float | None, float | None] | None,
     named_times: Sequence[TimeWindow] = (),
+    *,
+    judged: bool = True,
 ) -> list[_Light]:
     n = max(limit * mm.settings.candidate_multiplier, MIN_CANDIDATES)
     qvec = mm.embedder.embed([query], kind="query")[0]
@@ -168,7 +178,7 @@ def _vector_tiers(
     rows = mm.bundle.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)
     rows = {k: r for k, r in rows.items() if r.memory_type in types and _in_scope(r, session_id, window)}
     _fill_dense(mm, qvec, rows, dense)
-    rel, kept = _relevance(mm, query, terms, user_id, rows, dense, lexical, hops, named_times)
+    rel, kept = _relevance(mm, query, terms, user_id, rows, dense, lexical, hops, named_times, judged)
     now = mm._now().timestamp()
     return [
         _score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now)
@@ -226,8 +236,10 @@ def _relevance(
     lexical: dict[str, float],
     hops: dict[str, int],
     named_times: Sequence[TimeWindow],
+    judged: bool,
 ) -> tuple[dict[str, Relevance], set[str]]:
-    """Fused relevance of every candidate, and the candidates with evidence (the relevance floor)."""
+    """Fused relevance of every candidate, and the candidates with evidence (the relevance floor;
+    every candidate when the query is not ``judged``)."""
     settings = mm.settings
     rel = fuse(
         {k: dense[k] for k in rows if k in dense},
@@ -236,7 +248,7 @@ def _relevance(
         dense_weight=settings.dense_weight,
         floor=dense_floor(mm.embedder.name),
     )
-    floor = _floor(mm)
+    floor = _floor(mm) if judged else None
     kept = {k for k in rows if floor is None or has_evidence(dense.get(k), 0.0, floor)}
     if floor is not None:  # lexical evidence only for the lexical candidates the dense side left out
         judge = [k for k in lexical if k in rows and k not in kept]

@@ -117,3 +117,16 @@ def test_settings_override_the_calibrated_floor(tmp_path: Path) -> None:
 def test_evidence_leaves_out_time_phrases_and_straddling_bigrams() -> None:
     assert evidence_text("where did I go a week ago?", [(16, 26)]) == ["go"]
     assert evidence_text("Tim推荐团建去哪里？") == ["tim", "推荐", "团建", "去", "哪里"]
+
+
+def test_conversations_and_long_texts_are_not_judged(tmp_path: Path) -> None:
+    """e5-small's cosines between a long English text and a short memory are flat (MADial en: a
+    floor cost 25 points of recall@10), so the floor judges questions only."""
+    with _manager(tmp_path, HashingTfidfEmbedder()) as mm:
+        mm.add_many([{"content": t, "memory_type": "episodic"} for t in LIFE])
+        question = OFF_TOPIC[0]
+        assert mm.search(question, memory_types=["episodic"]) == []
+        as_messages = [{"role": "user", "content": question}]
+        assert len(mm.search(as_messages, memory_types=["episodic"], limit=20)) >= 1
+        long_text = " ".join([question] * 20)  # > 64 tokens
+        assert len(mm.search(long_text, memory_types=["episodic"], limit=20)) >= 1
