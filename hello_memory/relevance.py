@@ -9,20 +9,20 @@
   candidate's confidence (``min(1, lifted_best / DENSE_CONFIDENT)``): when no candidate is a
   confident dense match, lexical evidence decides. Without the rescaling, e5's cosines crowd into
   a narrow band and lexical noise outvotes them on long (dialogue) queries (MADial zh recall@10
-  0.675 vs 0.750; BENCHMARKS.md).
+  0.675 vs 0.750, in-sample on the development dialogues; BENCHMARKS.md).
 - ``rrf``: reciprocal-rank fusion of the two rankings, scaled so rank 1 in both gives 1.0.
 
 Named participants: when a query names a person listed in a candidate's ``participants`` (for a
 chat turn, its speaker), :func:`prefer_participants` moves that candidate's ``sim`` a fraction
 ``weight`` of the way towards 1. Lexical matching alone cannot do this: in a conversation between
-two people each name appears in half the memories, so BM25 gives it almost no weight. Measured on
-LoCoMo: recall@10 0.757 → 0.769 (multi-hop 0.443 → 0.496), the same with weight 0.1 or 0.2; no other
-dataset names participants (BENCHMARKS.md).
+two people each name appears in half the memories, so BM25 gives it almost no weight. Only LoCoMo
+names participants; its cross-validated effect is in BENCHMARKS.md.
 
-Questions and answers: in a conversation, a turn that answers another participant's question and
-the question itself share relevance (:func:`share_adjacent`): each gets at least ``adjacency_weight``
-of the other's ``sim``. Measured on LoCoMo: recall@10 0.787 → 0.801 (BENCHMARKS.md); turns without
-participants (LongMemEval, MADial) are untouched.
+Questions and answers (opt-in, ``adjacency_weight`` 0 by default): in a conversation, a turn that
+answers another participant's question and the question itself share relevance
+(:func:`share_adjacent`): each gets at least ``adjacency_weight`` of the other's ``sim``. Tuned on
+LoCoMo's development conversations (in-sample 0.787 → 0.801); the cross-validated figures, and
+those on a user/assistant log, are in BENCHMARKS.md.
 
 Relevance floor ("nothing relevant" is a correct answer): the fused ``sim`` is relative to the
 candidates (min–max, best BM25), so it cannot tell a weak best match from a strong one. Before
@@ -36,9 +36,8 @@ through the graph, or sharing relevance with a kept question or answer. Measured
 
 Named times: when a query names a time ("two weeks ago", "上周二"), :func:`prefer_times` moves each
 candidate's ``sim`` towards 1 by how well the memory fits it (:func:`hello_memory.timeref.memory_fit`:
-when it was said, or a time its own text names). Measured on LongMemEval (pooled oracle, each question
-asked at its own date): turn hit@5 0.754 → 0.778, temporal-reasoning 0.693 → 0.764; with calendar dates,
-LoCoMo recall@10 0.769 → 0.787 (BENCHMARKS.md).
+when it was said, or a time its own text names). Cross-validated effects, and the per-user
+LongMemEval_S figure, are in BENCHMARKS.md.
 """
 
 from __future__ import annotations
