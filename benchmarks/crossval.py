@@ -257,6 +257,7 @@ class CrossValidation:
     seconds: float
     sweep: list[dict[str, Any]]
     scores: dict[Config, tuple[Scores, Scores]] = field(default_factory=dict, repr=False)
+    corpus_of: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 def _estimates(head: Scores, none: Scores, corpus_of: Mapping[str, str]) -> dict[str, Estimate]:
@@ -316,5 +317,5 @@ def run_crossval(
         _on(evaluator.scores(best)[0], everyone), _estimates(head, none, corpus_of), effects,
         len(evaluator.cache), evaluator.seconds,
         [{"name": s.name, "values": list(s.values), "off": s.off, "objective": s.objective} for s in sweep],
-        evaluator.cache,
+        evaluator.cache, corpus_of,
     )  # fmt: skip

@@ -89,7 +89,7 @@ def crossval_json(cv: CrossValidation, meta: Mapping[str, Any]) -> dict[str, Any
 def scores_json(cv: CrossValidation) -> dict[str, Any]:
     """Every configuration run and its per-query scores (for paired comparisons afterwards)."""
     configs = [{"config": dict(key), "headline": head, "no_answer": none} for key, (head, none) in cv.scores.items()]
-    return {"task": cv.task, "metric": cv.metric, "configs": configs}
+    return {"task": cv.task, "metric": cv.metric, "corpus_of": cv.corpus_of, "configs": configs}
 
 
 def _fmt(value: Any) -> str:
