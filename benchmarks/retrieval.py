@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="docs_qa: fixed chunk size for systems that do not chunk (default 1000)",
     )
     p.add_argument("--limit-queries", type=int, metavar="N", help="evaluate only the first N queries")
+    p.add_argument(
+        "--off-topic",
+        action="store_true",
+        help="also ask every corpus the off-topic questions of benchmarks.datasets.offtopic (unanswerable)",
+    )
     p.add_argument("--depth", type=int, help="results requested per query (default max k, x5 for sessions)")
     p.add_argument("--embed-cache", type=Path, help="directory for an e5 embedding cache (skews index time)")
     p.add_argument(
@@ -146,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as e:
         parser.error(str(e))
     task = task.limited(args.limit_queries)
+    if args.off_topic:
+        from benchmarks.datasets.offtopic import with_off_topic
+
+        task = with_off_topic(task)
     if args.chunk_chars and task.chunk_chars:
         task = dataclasses.replace(task, chunk_chars=args.chunk_chars)
     depth = args.depth or default_depth(task)

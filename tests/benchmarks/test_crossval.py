@@ -215,3 +215,12 @@ def test_cli_folds_runs_hello_memory_once_per_configuration(tmp_path: Path, monk
     assert "Cross-validation" in md.read_text() and "time_weight" in md.read_text()
     scores = json.loads((tmp_path / "cv.scores.json").read_text())  # per-query scores of every config
     assert len(scores["configs"]) == 2 and set(scores["configs"][0]["no_answer"]) == {"conv-1/4"}
+
+
+def test_off_topic_questions_are_asked_of_every_corpus():
+    from benchmarks.datasets.offtopic import QUESTIONS, with_off_topic
+
+    task = with_off_topic(_task(corpora=3, unanswerable=0))
+    off = [q for q in task.queries if q.category == "off-topic"]
+    assert len(off) == 3 * len(QUESTIONS) and not any(q.answerable or q.gold for q in off)
+    assert {q.corpus_id for q in off} == {"c0", "c1", "c2"} and task.notes
