@@ -3,6 +3,11 @@
 Levels: the task's own unit (``"turn"``, ``"memory"``, ``"span"``) for every query with gold, and
 ``"session"`` when queries carry session-level gold (LongMemEval): the turn ranking is mapped to
 sessions and deduplicated in rank order, so session@k looks at the first k distinct sessions.
+Every unit-level query also records ``empty`` (1.0 when nothing was returned for it).
+
+Level ``"unanswerable"`` (:data:`NO_ANSWER_LEVEL`) holds the questions whose answer is not in the
+memory (LongMemEval abstention, LoCoMo adversarial): ``no_answer`` is 1.0 when the system returned
+nothing — the right answer, higher is better — and ``results`` how many it returned.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ class LevelReport:
     overall: dict[str, float]
     by_category: dict[str, dict[str, float]] = field(default_factory=dict)
     category_counts: dict[str, int] = field(default_factory=dict)
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
 
 
 def span_matches(ranked: Sequence[str], gold: frozenset[str]) -> list[frozenset[str]]:
@@ -59,7 +65,16 @@ def _aggregate(level: str, rows: list[tuple[Query, dict[str, float]]]) -> LevelR
         mean_metrics([m for _, m in rows]),
         {c: mean_metrics(ms) for c, ms in by_cat.items()},
         {c: len(ms) for c, ms in by_cat.items()},
+        {q.qid: m for q, m in rows},
     )
+
+
+NO_ANSWER_LEVEL = "unanswerable"
+
+
+def no_answer_metrics(ranked: Sequence[str]) -> dict[str, float]:
+    """``no_answer`` (1.0 when ``ranked`` is empty) and ``results`` (its length)."""
+    return {"no_answer": 0.0 if ranked else 1.0, "results": float(len(ranked))}
 
 
 def evaluate(
@@ -70,11 +85,11 @@ def evaluate(
     Queries missing from ``rankings`` count as empty rankings (all metrics 0).
     """
     judge = span_matches if task.match is Match.SPAN else id_matches
-    unit_rows = [
-        (q, query_metrics(judge(rankings.get(q.qid, []), q.gold), len(q.gold), ks))
-        for q in task.queries
-        if q.gold
-    ]
+    unit_rows = []
+    for q in task.queries:
+        if q.gold:
+            ranked = rankings.get(q.qid, [])
+            unit_rows.append((q, {**query_metrics(judge(ranked, q.gold), len(q.gold), ks), "empty": float(not ranked)}))
     reports = [_aggregate(task.unit, unit_rows)]
     if task.has_sessions:
         session_of = {d.doc_id: d.session_id for docs in task.corpora.values() for d in docs if d.session_id}
@@ -84,4 +99,7 @@ def evaluate(
                 ranked = session_ranking(rankings.get(q.qid, []), session_of)
                 rows.append((q, query_metrics(id_matches(ranked, q.gold_sessions), len(q.gold_sessions), ks)))
         reports.append(_aggregate("session", rows))
+    unanswerable = [(q, no_answer_metrics(rankings.get(q.qid, []))) for q in task.queries if not q.answerable]
+    if unanswerable:
+        reports.append(_aggregate(NO_ANSWER_LEVEL, unanswerable))
     return reports

@@ -12,8 +12,9 @@ import numpy as np
 
 from benchmarks.chunking import parse_span_id
 from benchmarks.datasets.base import Match, RetrievalTask
-from benchmarks.evaluation import LevelReport
+from benchmarks.evaluation import NO_ANSWER_LEVEL, LevelReport
 from benchmarks.runner import SystemRun
+from benchmarks.stats import Estimate, metric_estimate
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +30,11 @@ UNIT_COLUMNS = (
     "mrr",
 )
 SESSION_COLUMNS = ("hit@1", "hit@5", "hit@10", "all@5", "all@10", "recall@10", "ndcg@5", "ndcg@10", "mrr")
+NO_ANSWER_COLUMNS = ("no_answer", "results")
+INTERVAL_NOTE = (
+    "95 % bootstrap intervals (2,000 resamples) over {scheme}; development split: every figure is "
+    "in-sample for settings chosen on it (held-out estimates: --folds)"
+)
 
 
 def headline_metric(task: RetrievalTask) -> str:
@@ -63,7 +69,25 @@ def mean_result_chars(run: SystemRun, k: int = 5) -> float | None:
 def _level_json(report: LevelReport) -> dict[str, Any]:
     data = asdict(report)
     data.pop("level")
+    data.pop("per_query")
     return data
+
+
+def _level(run: SystemRun, level: str) -> LevelReport | None:
+    return next((r for r in run.reports if r.level == level), None)
+
+
+def intervals(task: RetrievalTask, run: SystemRun) -> dict[str, Estimate]:
+    """The headline metric (answerable queries) and the no-answer rate, each with its interval."""
+    corpus_of = {q.qid: q.corpus_id for q in task.queries}
+    out: dict[str, Estimate] = {}
+    if run.reports and run.reports[0].per_query:
+        out[headline_metric(task)] = metric_estimate(run.reports[0].per_query, headline_metric(task), corpus_of)
+        out["empty"] = metric_estimate(run.reports[0].per_query, "empty", corpus_of)
+    unanswerable = _level(run, NO_ANSWER_LEVEL)
+    if unanswerable is not None and unanswerable.per_query:
+        out["no_answer"] = metric_estimate(unanswerable.per_query, "no_answer", corpus_of)
+    return out
 
 
 def to_json(
@@ -86,6 +110,7 @@ def to_json(
                 "indexed_docs": run.indexed_docs,
                 "mean_result_chars": mean_result_chars(run) if task.match is Match.SPAN else None,
                 **timing(run),
+                "intervals": {k: e.as_json() for k, e in intervals(task, run).items()},
                 "levels": {r.level: _level_json(r) for r in run.reports},
             }
             for run in runs
@@ -101,7 +126,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _level_table(level: str, runs: Sequence[SystemRun], with_timing: bool) -> list[str]:
-    columns = SESSION_COLUMNS if level == "session" else UNIT_COLUMNS
+    columns = {"session": SESSION_COLUMNS, NO_ANSWER_LEVEL: NO_ANSWER_COLUMNS}.get(level, UNIT_COLUMNS)
     header = ["system", "n", *columns] + (["index s", "query p50 ms", "p95 ms"] if with_timing else [])
     rows = []
     for run in runs:
@@ -134,6 +159,28 @@ def _category_table(task: RetrievalTask, runs: Sequence[SystemRun]) -> list[str]
     return [f"**{metric} by category ({first.level} level)**", "", *_table(header, rows), ""]
 
 
+def _interval_table(task: RetrievalTask, runs: Sequence[SystemRun]) -> list[str]:
+    metric = headline_metric(task)
+    rows, schemes = [], set()
+    for run in runs:
+        est = intervals(task, run)
+        if metric not in est:
+            continue
+        schemes.add(est[metric].scheme)
+        no_answer = est.get("no_answer")
+        rows.append([
+            run.spec,
+            est[metric].text(),
+            f"{est['empty'].mean:.3f}",
+            no_answer.text() if no_answer else "—",
+        ])  # fmt: skip
+    if not rows:
+        return []
+    header = ["system", f"{metric} (answerable)", "empty (answerable)", "no-answer rate (unanswerable)"]
+    note = INTERVAL_NOTE.format(scheme=" / ".join(sorted(schemes)))
+    return [f"**{metric} with intervals** ({note})", "", *_table(header, rows), ""]
+
+
 def to_markdown(task: RetrievalTask, runs: Sequence[SystemRun], skipped: dict[str, str]) -> str:
     """Tables: one per level (metrics + timing on the first), then the headline metric by category."""
     lines = [
@@ -144,6 +191,7 @@ def to_markdown(task: RetrievalTask, runs: Sequence[SystemRun], skipped: dict[st
     ]
     if runs:
         levels = [r.level for r in runs[0].reports]
+        lines += _interval_table(task, runs)
         for i, level in enumerate(levels):
             lines += _level_table(level, runs, with_timing=i == 0)
         lines += _category_table(task, runs)

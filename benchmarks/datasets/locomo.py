@@ -2,7 +2,9 @@
 
 One corpus per conversation (``sample_id``). A turn's text is ``"{speaker}: {text}"`` plus
 ``" [image: {blip_caption}]"`` when the turn shared an image; its ``created_at`` is the session's
-``session_N_date_time``. Category 5 (adversarial, unanswerable) has no evidence and is skipped.
+``session_N_date_time``. Category 5 (adversarial: the question twists a fact, e.g. asks about the
+other speaker, and its answer is not in the conversation) becomes an unanswerable query
+(``answerable=False``, category ``adversarial``, no gold): it scores the no-answer rate only.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from benchmarks.datasets.base import (
 logger = logging.getLogger(__name__)
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+ADVERSARIAL = 5
 
 # Evidence ids are "D<session>:<turn>"; a few are malformed ("D:11:26", "D30:05"): an optional colon
 # after the D and leading zeros on the turn are tolerated, and "D8:6; D9:17" lists are split first.
@@ -98,6 +101,10 @@ def load(path: Path, split: str = DEFAULT_SPLIT) -> RetrievalTask:
         corpora[cid] = _conversation_docs(sample["conversation"])
         known = {d.doc_id for d in corpora[cid]}
         for i, qa in enumerate(sample["qa"]):
+            if qa.get("category") == ADVERSARIAL:
+                queries.append(Query(f"{cid}/{i}", str(qa["question"]), cid, frozenset(), "adversarial",
+                                     answerable=False))
+                continue
             if qa.get("category") not in CATEGORIES:
                 continue
             evidence = normalise_evidence(qa.get("evidence", []))

@@ -10,9 +10,14 @@ when its file name contains ``oracle``. Only user turns are indexed (doc id
 turn-level gold is the user turns flagged ``has_answer`` in the question's answer sessions (a
 pooled session may be evidence for one question and a distractor for another), the
 session-level gold is ``answer_session_ids``.
-Abstention questions (``question_id`` ending in ``_abs``) are not queries (their oracle
-sessions still join the pooled corpus as distractors). Questions whose answer
+Abstention questions (``question_id`` ending in ``_abs``: the answer is not in the history) are
+unanswerable queries (``answerable=False``, category ``abstention``, no gold): they score the
+no-answer rate only, and their sessions are indexed like any other. Questions whose answer
 sits only in assistant turns have no turn-level gold and count for the session level only.
+
+``roles="both"`` indexes the assistant turns too (speaker ``assistant``; the task is named
+``longmemeval-<split>-both``), and the turn-level gold is then every turn flagged ``has_answer``:
+a user/assistant log, as a chat integration that records both sides would hold it.
 """
 
 from __future__ import annotations
@@ -45,11 +50,16 @@ def _read(path: Path) -> list[dict[str, Any]]:
     return data
 
 
-def _session_docs(sid: str, turns: list[dict[str, Any]], when: datetime | None) -> list[Doc]:
+ROLES = {"user": ("user",), "both": ("user", "assistant")}
+
+
+def _session_docs(
+    sid: str, turns: list[dict[str, Any]], when: datetime | None, roles: tuple[str, ...] = ("user",)
+) -> list[Doc]:
     return [
-        Doc(f"{sid}:{i}", str(t["content"]), when, sid, "user", {"has_answer": bool(t.get("has_answer"))})
+        Doc(f"{sid}:{i}", str(t["content"]), when, sid, str(t["role"]), {"has_answer": bool(t.get("has_answer"))})
         for i, t in enumerate(turns)
-        if t.get("role") == "user"
+        if t.get("role") in roles
     ]
 
 
@@ -63,23 +73,20 @@ def _haystack(item: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], dat
     ]
 
 
-def _query(item: dict[str, Any], corpus_id: str) -> Query:
+def _query(item: dict[str, Any], corpus_id: str, roles: tuple[str, ...] = ("user",)) -> Query:
+    qid, asked = str(item["question_id"]), parse_date(str(item.get("question_date", "")))
+    if qid.endswith("_abs"):
+        return Query(qid, str(item["question"]), corpus_id, frozenset(), "abstention", asked, answerable=False)
     sessions = frozenset(str(s) for s in item.get("answer_session_ids", []))
     gold = {
         f"{sid}:{i}"
         for sid, turns, _ in _haystack(item)
         if sid in sessions
         for i, t in enumerate(turns)
-        if t.get("role") == "user" and t.get("has_answer")
+        if t.get("role") in roles and t.get("has_answer")
     }
     return Query(
-        str(item["question_id"]),
-        str(item["question"]),
-        corpus_id,
-        frozenset(gold),
-        str(item.get("question_type")),
-        parse_date(str(item.get("question_date", ""))),
-        sessions,
+        qid, str(item["question"]), corpus_id, frozenset(gold), str(item.get("question_type")), asked, sessions
     )
 
 
@@ -96,11 +103,14 @@ def split_files(split: str) -> list[str]:
     ]
 
 
-def load(path: Path, split: str | None = None) -> RetrievalTask:
+def load(path: Path, split: str | None = None, roles: str = "user") -> RetrievalTask:
     """Load a LongMemEval split from a file or its directory (see the module docstring).
 
-    ``split`` defaults to ``oracle`` for a directory and to the file's own kind for a file.
+    ``split`` defaults to ``oracle`` for a directory and to the file's own kind for a file;
+    ``roles`` is ``user`` (user turns only) or ``both``.
     """
+    if roles not in ROLES:
+        raise ValueError(f"longmemeval --roles must be one of {sorted(ROLES)}, not {roles!r}")
     if split is None:
         split = ("oracle" if "oracle" in path.name else "s") if path.is_file() else "oracle"
     split = check_split(split)
@@ -109,18 +119,16 @@ def load(path: Path, split: str | None = None) -> RetrievalTask:
     corpora: dict[str, list[Doc]] = {}
     queries: list[Query] = []
     seen: set[str] = set()
+    indexed = ROLES[roles]
     for item in _read(path):
-        abstention = str(item["question_id"]).endswith("_abs")
-        if abstention and not pooled:
-            continue  # its haystack would be a corpus without queries
         cid = POOLED if pooled else str(item["question_id"])
         docs = corpora.setdefault(cid, [])
         for sid, turns, when in _haystack(item):
             if not pooled or sid not in seen:
                 seen.add(sid)
-                docs.extend(_session_docs(sid, turns, when))
-        if not abstention:
-            queries.append(_query(item, cid))
-    without = sum(1 for q in queries if not q.gold)
-    notes = (f"{without} questions have no user-turn gold (answer in assistant turns): session level only",)
-    return RetrievalTask(f"longmemeval-{split}", corpora, queries, unit="turn", notes=notes)
+                docs.extend(_session_docs(sid, turns, when, indexed))
+        queries.append(_query(item, cid, indexed))
+    without = sum(1 for q in queries if q.answerable and not q.gold)
+    notes = (f"{without} questions have no turn gold among the indexed roles: session level only",)
+    name = f"longmemeval-{split}" + ("-both" if roles == "both" else "")
+    return RetrievalTask(name, corpora, queries, unit="turn", notes=notes)

@@ -100,6 +100,32 @@ class E5Encoder:
             self._db = None
 
 
+class CachedE5Embedder:
+    """The product's :class:`~hello_memory.Embedder` contract over an :class:`E5Encoder` (and its cache).
+
+    Injected into ``MemoryManager`` by the ``hello_memory`` system when ``--embed-cache`` is given:
+    same name and vectors as the default e5, so a sweep re-indexes and re-asks the same texts without
+    embedding them again.
+    """
+
+    def __init__(self, encoder: E5Encoder) -> None:
+        self._encoder = encoder
+
+    @property
+    def name(self) -> str:
+        """The wrapped e5's name (collections record it)."""
+        return str(self._encoder._e5().name)
+
+    @property
+    def dimension(self) -> int:
+        """384."""
+        return DIM
+
+    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> Vectors:
+        """Cached e5 vectors (``kind="query"`` uses the query prefix, anything else the passage one)."""
+        return self._encoder._embed(list(texts), "query" if kind == "query" else "passage")
+
+
 _shared: dict[Path | None, E5Encoder] = {}
 
 

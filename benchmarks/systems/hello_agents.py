@@ -28,6 +28,7 @@ from benchmarks.peers import (
     load_hello_agents,
 )
 from benchmarks.systems.base import SystemContext
+from benchmarks.systems.views import query_text
 
 
 class HelloAgentsSystem:
@@ -98,7 +99,7 @@ class HelloAgentsSystem:
     def search(self, corpus_id: str, query: Query, k: int) -> list[str]:
         """Doc ids of the top ``k`` memories ``retrieve`` returns."""
         out: list[str] = []
-        for item in self._memory(corpus_id).search(query.text, limit=k):
+        for item in self._memory(corpus_id).search(query_text(query, "conversation"), limit=k):
             doc_id = self._doc_ids.get(item.id)
             if doc_id is not None and doc_id not in out:
                 out.append(doc_id)

@@ -2,7 +2,8 @@
 
 Each corpus is one user of a :class:`hello_memory.MemoryManager` living in a temporary home;
 docs are added as episodic memories carrying ``metadata["doc_id"]`` (and a named speaker as their
-participant), and a search maps hits back to those ids. The ``paper`` profile is the seed's
+participant; docs of a session are conversation turns, ``event_type="conversation"``), and a search
+maps hits back to those ids. The ``paper`` profile is the seed's
 formulas with dense-only similarity (``Settings(fusion="dense", participant_weight=0)``).
 """
 
@@ -16,18 +17,25 @@ from typing import Any
 
 from benchmarks.datasets.base import Doc, Query
 from benchmarks.systems.base import SystemContext, SystemUnavailableError
-from benchmarks.systems.views import ASSISTANT_SPEAKERS
+from benchmarks.systems.views import ASSISTANT_SPEAKERS, chat_messages
+from hello_memory.stores.sqlite_lexical import TURN_EVENT_TYPE
 
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {},
-    "paper": {"fusion": "dense", "participant_weight": 0.0, "time_weight": 0.0, "adjacency_weight": 0.0},
+    "paper": {
+        "fusion": "dense",
+        "participant_weight": 0.0,
+        "time_weight": 0.0,
+        "adjacency_weight": 0.0,
+        "relevance_floor": False,
+    },
 }
 ROLE_SPEAKERS = ASSISTANT_SPEAKERS | {"user", "human"}
 ADD_BATCH = 256
 
 
-def memory_payload(doc: Doc) -> dict[str, Any]:
-    """The ``add_many`` item for one doc."""
+def memory_payload(doc: Doc, role_participants: bool = False) -> dict[str, Any]:
+    """The ``add_many`` item for one doc (``role_participants``: a role speaker is a participant too)."""
     item: dict[str, Any] = {
         "content": doc.text,
         "memory_type": "episodic",
@@ -35,25 +43,31 @@ def memory_payload(doc: Doc) -> dict[str, Any]:
     }
     if doc.created_at is not None:
         item["created_at"] = doc.created_at
-    if doc.session_id is not None:
+    if doc.session_id is not None:  # a turn of a conversation session (LoCoMo, LongMemEval)
         item["session_id"] = doc.session_id
-    if doc.speaker and doc.speaker.lower() not in ROLE_SPEAKERS:
+        item["event_type"] = TURN_EVENT_TYPE
+    if doc.speaker and (role_participants or doc.speaker.lower() not in ROLE_SPEAKERS):
         item["participants"] = [doc.speaker]  # a chat turn's participant is its speaker
     return item
 
 
 def query_input(query: Query) -> str | list[dict[str, str]]:
     """What a user would pass: the question, or a dialogue query as chat messages."""
-    if not query.turns:
-        return query.text
-    return [
-        {"role": "assistant" if speaker.lower() in ASSISTANT_SPEAKERS else "user", "content": text}
-        for speaker, text in query.turns
-    ]
+    return chat_messages(query) if query.turns else query.text
+
+
+# Settings that change how memories are indexed: changing one re-opens the stores (the FTS
+# documents are rebuilt from the stored rows; nothing is embedded again).
+INDEX_TIME = frozenset({"lexical_context_window"})
 
 
 class HelloMemorySystem:
     """Adapter over ``MemoryManager`` (imported lazily: the API may not exist yet).
+
+    Options: ``profile`` (``default`` or ``paper``), ``role_participants`` (also pass a role speaker
+    — ``user``, ``assistant`` — as the turn's participant, as a chat integration recording both sides
+    would), and any ``Settings`` field as an override (``hello_memory:time_weight=0``).
+    :meth:`configure` changes settings between runs over the same index.
 
     Example:
         >>> s = HelloMemorySystem(profile="paper")             # doctest: +SKIP
@@ -62,10 +76,19 @@ class HelloMemorySystem:
 
     handles_documents = False
 
-    def __init__(self, *, profile: str = "default", context: SystemContext | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        profile: str = "default",
+        role_participants: bool = False,
+        context: SystemContext | None = None,
+        **overrides: Any,
+    ) -> None:
         if profile not in PROFILES:
             raise ValueError(f"unknown hello_memory profile {profile!r}; choose one of {sorted(PROFILES)}")
         self._profile = profile
+        self._role_participants = role_participants
+        self._context = context or SystemContext()
         self._home: Path | None = None
         self._managers: dict[str, Any] = {}
         try:
@@ -76,24 +99,73 @@ class HelloMemorySystem:
             ) from e
         self._manager_cls: Any = MemoryManager
         self._settings_cls: Any = Settings
+        unknown = sorted(set(overrides) - set(Settings.model_fields))
+        if unknown:
+            raise ValueError(f"unknown hello_memory option(s) {unknown}: not Settings fields")
+        self._overrides: dict[str, Any] = dict(overrides)
+        self._embedder: Any = None
 
     def config(self) -> dict[str, Any]:
-        """Profile and the settings overrides it applies."""
-        return {"profile": self._profile, "settings": PROFILES[self._profile], "api": "MemoryManager"}
+        """Profile, the settings overrides it applies, and whether embeddings were cached."""
+        return {
+            "profile": self._profile,
+            "settings": {**PROFILES[self._profile], **self._overrides},
+            "role_participants": self._role_participants,
+            "api": "MemoryManager",
+            "embed_cache": str(self._context.embed_cache) if self._context.embed_cache else None,
+        }
+
+    def _settings(self) -> Any:
+        return self._settings_cls(home=self._home, **{**PROFILES[self._profile], **self._overrides})
+
+    def _shared_embedder(self, settings: Any) -> Any:
+        """One embedder for every corpus (the model loads once); cached e5 with ``--embed-cache``."""
+        if self._embedder is None:
+            if self._context.embed_cache is not None and settings.resolved_embedder() == "e5":
+                from benchmarks.systems.encoder import CachedE5Embedder, shared_encoder
+
+                self._embedder = CachedE5Embedder(shared_encoder(self._context.embed_cache))
+            else:
+                from hello_memory.embedders.factory import make_embedder
+
+                self._embedder = make_embedder(settings)
+        return self._embedder
 
     def _manager(self, corpus_id: str) -> Any:
         if corpus_id not in self._managers:
             if self._home is None:
                 self._home = Path(tempfile.mkdtemp(prefix="hm-bench-"))
-            settings = self._settings_cls(home=self._home, **PROFILES[self._profile])
-            self._managers[corpus_id] = self._manager_cls(settings, user_id=corpus_id)
+            settings = self._settings()
+            self._managers[corpus_id] = self._manager_cls(
+                settings, user_id=corpus_id, embedder=self._shared_embedder(settings)
+            )
         return self._managers[corpus_id]
+
+    def configure(self, overrides: dict[str, Any]) -> None:
+        """Search with these settings overrides from now on (replacing earlier ones), same index.
+
+        Query-time settings are swapped in place; an index-time one (:data:`INDEX_TIME`) closes and
+        re-opens every manager so that the stores re-index (lexically: nothing is embedded again).
+        """
+        unknown = sorted(set(overrides) - set(self._settings_cls.model_fields))
+        if unknown:
+            raise ValueError(f"unknown hello_memory option(s) {unknown}: not Settings fields")
+        before = self._settings()
+        self._overrides = dict(overrides)
+        after = self._settings()
+        if any(getattr(before, k) != getattr(after, k) for k in INDEX_TIME):
+            corpora = list(self._managers)
+            self._close_managers()
+            for cid in corpora:
+                self._manager(cid)
+        for mm in self._managers.values():
+            mm.settings = after
 
     def index(self, corpus_id: str, docs: Sequence[Doc]) -> None:
         """Add every doc as an episodic memory of user ``corpus_id``."""
         mm = self._manager(corpus_id)
         for start in range(0, len(docs), ADD_BATCH):
-            mm.add_many([memory_payload(d) for d in docs[start : start + ADD_BATCH]])
+            mm.add_many([memory_payload(d, self._role_participants) for d in docs[start : start + ADD_BATCH]])
 
     def search(self, corpus_id: str, query: Query, k: int) -> list[str]:
         """Doc ids of the top ``k`` episodic hits, asked at the query's own time when it has one."""
@@ -107,13 +179,16 @@ class HelloMemorySystem:
                 out.append(str(doc_id))
         return out[:k]
 
-    def close(self) -> None:
-        """Close every manager and delete the temporary home."""
+    def _close_managers(self) -> None:
         for mm in self._managers.values():
             close = getattr(mm, "close", None)
             if callable(close):
                 close()
         self._managers.clear()
+
+    def close(self) -> None:
+        """Close every manager and delete the temporary home."""
+        self._close_managers()
         if self._home is not None:
             shutil.rmtree(self._home, ignore_errors=True)
             self._home = None

@@ -11,7 +11,8 @@ keyword of :class:`HybridSystem`, settable from the CLI (``--system rrf_neighbor
 - ``fusion``: ``rrf`` (``1 / (rrf_k + rank)``) or ``convex`` (min-max-normalised scores mixed
   with ``dense_weight``).
 - ``speaker_boost``: added to the fused score of turns spoken by the one speaker the query names.
-- ``query_view``: ``text``, ``turns`` or ``user_turns`` (dialogue queries, see ``views.py``).
+- ``query_view``: ``conversation`` (default: the product's conversation query), ``text``, ``turns``
+  or ``user_turns`` (dialogue queries, see ``views.py``; a plain question is its own text in every view).
 - ``metadata_fields``: ``"+"``-separated metadata keys appended to the indexed text.
 """
 
@@ -69,7 +70,7 @@ class HybridOptions:
     rrf_k: int = 60
     dense_weight: float = 0.5
     speaker_boost: float = 0.0
-    query_view: str = "text"
+    query_view: str = "conversation"
     metadata_fields: str = ""
 
     def __post_init__(self) -> None:

@@ -45,6 +45,7 @@ from benchmarks.datasets.base import Doc, Query
 from benchmarks.peers import TextEncoder, default_encoder
 from benchmarks.systems.base import SystemContext, SystemUnavailableError
 from benchmarks.systems.encoder import DIM
+from benchmarks.systems.views import query_text
 
 logger = logging.getLogger(__name__)
 
@@ -219,10 +220,11 @@ class Mem0System:
     def search(self, corpus_id: str, query: Query, k: int) -> list[str]:
         """Doc ids of the top ``k`` memories ``Memory.search`` returns."""
         memory = self._memories.get(corpus_id)
-        if memory is None or not query.text.strip():  # mem0 raises on a blank query
+        text = query_text(query, "conversation")  # the query the product gets
+        if memory is None or not text.strip():  # mem0 raises on a blank query
             return []
         hits = memory.search(
-            query.text, top_k=k, filters={"user_id": _scope_id(corpus_id)}, threshold=THRESHOLD
+            text, top_k=k, filters={"user_id": _scope_id(corpus_id)}, threshold=THRESHOLD
         )["results"]
         out: list[str] = []
         for hit in hits:

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from benchmarks.datasets.base import Doc, Query
 
 ASSISTANT_SPEAKERS = frozenset({"assistant", "ai", "bot", "system"})
-QUERY_VIEWS = ("text", "turns", "user_turns")
+QUERY_VIEWS = ("text", "turns", "user_turns", "conversation")
 
 
 def _same_session(a: Doc, b: Doc) -> bool:
@@ -59,16 +59,35 @@ def with_metadata(docs: Sequence[Doc], texts: Sequence[str], fields: Sequence[st
     return out
 
 
+def chat_messages(query: Query) -> list[dict[str, str]]:
+    """A dialogue query's turns as chat messages (assistant turns as ``assistant``, others ``user``)."""
+    return [
+        {"role": "assistant" if speaker.lower() in ASSISTANT_SPEAKERS else "user", "content": text}
+        for speaker, text in query.turns
+    ]
+
+
 def query_text(query: Query, view: str) -> str:
     """The text a system searches with.
 
     ``text`` is the query as given; for dialogue queries (``Query.turns``) ``turns`` joins the
-    turns without role markup and ``user_turns`` keeps only turns not spoken by the assistant.
+    turns without role markup, ``user_turns`` keeps only turns not spoken by the assistant, and
+    ``conversation`` is exactly the text ``MemoryManager.search`` makes of the dialogue's chat
+    messages (:func:`hello_memory.queries.conversation_query`), so a baseline given it compares
+    retrieval with the product, not query formatting.
     """
     if view not in QUERY_VIEWS:
         raise ValueError(f"query view must be one of {QUERY_VIEWS}, not {view!r}")
     if view == "text" or not query.turns:
         return query.text
+    if view == "conversation":
+        from hello_memory.errors import InvalidInputError
+        from hello_memory.queries import conversation_query
+
+        try:
+            return conversation_query(chat_messages(query))
+        except InvalidInputError:  # a dialogue without text: nothing better than the raw one
+            return query.text
     keep = [t for s, t in query.turns if view == "turns" or s.lower() not in ASSISTANT_SPEAKERS]
     return "\n".join(keep) or query.text
 

@@ -37,6 +37,7 @@ from typing import Any
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
 from hello_memory.stores.qdrant_common import models
+from hello_memory.stores.sqlite_lexical import TURN_EVENT_TYPE
 from hello_memory.stores.records import Fact, PendingOp
 from hello_memory.stores.vectors import _check_ints
 
@@ -103,6 +104,7 @@ def record_payload(item: MemoryItem, book: Bookkeeping, lex: Sequence[str]) -> d
         "user_id": item.user_id,
         "memory_type": item.memory_type.value,
         "session_id": item.session_id,
+        "turn": is_turn(item),
         "modality": item.modality.value if item.modality else None,
         "created_ts": ts(item.created_at),
         "updated_ts": ts(item.updated_at),
@@ -213,12 +215,21 @@ def ordered(turns: Iterable[Turn]) -> list[Turn]:
     return sorted(turns, key=lambda t: (t.created_ts, t.seq, t.id))
 
 
+def is_turn(item: MemoryItem) -> bool:
+    """Whether a memory is a conversation turn (``sqlite_lexical``: episodic, a session, ``event_type``)."""
+    return (
+        item.memory_type == MemoryType.EPISODIC
+        and item.session_id is not None
+        and item.event_type == TURN_EVENT_TYPE
+    )
+
+
 def has_context(item: MemoryItem) -> bool:
     """Whether a memory's lexical document carries its session neighbours (as in ``sqlite_lexical``)."""
-    return item.memory_type == MemoryType.EPISODIC and item.session_id is not None and item.deleted_at is None
+    return is_turn(item) and item.deleted_at is None
 
 
-TURN_FIELDS = ["created_ts", "seq", "lex"]
+TURN_FIELDS = ["created_ts", "seq", "lex", "turn"]
 RECORD_FIELDS = [
     "record",
     "user_id",

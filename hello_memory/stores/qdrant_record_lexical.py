@@ -53,7 +53,11 @@ class SessionContext:
     def turns(self, user_id: str, session_id: str) -> list[codec.Turn]:
         """The live episodic turns of a session, in conversation order."""
         qfilter = codec.scope_filter(
-            user_id, types=[MemoryType.EPISODIC.value], session_id=session_id, deleted=False
+            user_id,
+            types=[MemoryType.EPISODIC.value],
+            session_id=session_id,
+            deleted=False,
+            extra=[codec.match("turn", True)],
         )
         points = self._conn.scroll_all(self._collection, qfilter, with_payload=codec.TURN_FIELDS)
         return codec.ordered(codec.turn_of(str(p.id), p.payload) for p in points)
@@ -68,8 +72,8 @@ class SessionContext:
             return plan
         keys: set[SessionKey] = set()
         for it in items:
-            if it.session_id is not None and it.memory_type == MemoryType.EPISODIC:
-                keys.add((it.user_id, it.session_id))
+            if codec.is_turn(it):
+                keys.add((it.user_id, it.session_id))  # type: ignore[arg-type]  # is_turn: a session
         for key in sorted(keys):
             before = self.turns(*key)
             plan.sessions[key] = before
@@ -97,7 +101,7 @@ class SessionContext:
         for p in points:
             pl = p.payload
             plan.changed.add(str(p.id))
-            if pl.get("session_id") is not None and pl.get("memory_type") == MemoryType.EPISODIC.value:
+            if pl.get("turn") and pl.get("session_id") is not None:
                 key = (pl["user_id"], pl["session_id"])
                 if key not in plan.sessions:
                     plan.sessions[key] = self.turns(*key)
@@ -130,11 +134,7 @@ class SessionContext:
         for p in points:
             pl = p.payload
             turn = codec.turn_of(str(p.id), pl)
-            if (
-                self.window
-                and pl.get("session_id") is not None
-                and pl["memory_type"] == MemoryType.EPISODIC.value
-            ):
+            if self.window and pl.get("turn") and pl.get("session_id") is not None:
                 sessions.setdefault((pl["user_id"], pl["session_id"]), []).append(turn)
             else:
                 docs[turn.id] = (list(turn.terms), False)

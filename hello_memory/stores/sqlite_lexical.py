@@ -1,19 +1,43 @@
 """The lexical (FTS5) side of the record store: tokens, selective query terms, conversation context.
 
-Each memory's FTS document is its own tokens; an episodic memory with a session also carries the
-tokens of up to ``context_window`` live episodic memories before and after it in that session (by
-``created_at``, then insertion order), its own tokens counted twice. A question about a
-conversation often matches the turn *around* the evidence (the question that prompted it, the
-reply that names the topic): on LoCoMo this lifted ``MemoryManager`` evidence recall@10 from 0.654
-to 0.771 while LongMemEval (user turns only) stayed level (BENCHMARKS.md). The documents are
-rewritten inside the caller's transaction whenever a neighbourhood changes (add, content update,
-soft delete, restore, delete), so the index never disagrees with the live rows.
+Lexical semantics (what any other record store must reproduce to rank the same way):
+
+- **Tokens.** A memory's own tokens are :func:`hello_memory.text.lexical_tokens` of its content
+  (stemmed English words, jieba words plus character bigrams for Chinese), made FTS-safe by
+  :func:`fts_tokens` and stored in the ``lex`` column.
+- **Conversation context.** A *conversation turn* is an episodic memory with a ``session_id`` and
+  ``event_type == "conversation"`` (:data:`TURN_EVENT_TYPE`; ``MemoryTool.auto_record_conversation``
+  and the benchmark adapters set it; ``event_type`` cannot change after the add). The FTS document
+  of a turn is the own tokens of up to ``context_window`` live turns before it in its session (by
+  ``created_at``, then insertion order), its own tokens twice, then up to ``context_window`` live
+  turns after it. Every other memory — notes, document loads, Q&A records, facts — is indexed with
+  its own tokens only, even when it shares a session with turns, and is never a turn's neighbour.
+  A question about a conversation often matches the turn *around* the evidence (the question that
+  prompted it, the reply that names the topic): on LoCoMo this lifted ``MemoryManager`` evidence
+  recall@10 from 0.654 to 0.771 (in-sample on the development conversations; the cross-validated
+  effect is in BENCHMARKS.md).
+  Before it was limited to turns, five unrelated app memories of one session (document loads, Q&A
+  records, notes) scored lexical 0.73–0.86 for "dentist appointment" through one that named it.
+  The documents are rewritten inside the caller's transaction whenever a neighbourhood changes
+  (add, content update, soft delete, restore, delete), so the index never disagrees with the live
+  rows; a file indexed under another window or rule is re-indexed when opened.
+- **Query terms.** The query's distinct tokens that some memory holds, without those found in more
+  than ``COMMON_TERM_DOCS`` FTS documents when rarer ones remain, the ``MAX_QUERY_TERMS`` rarest
+  kept; they are OR-ed.
+- **Score.** FTS5 ``bm25`` (k1 = 1.2, b = 0.75, ``idf = log((N − n + 0.5) / (n + 0.5))``, at least
+  1e-6; N documents, n holding the term; statistics over every user's documents), higher is
+  better. Search fuses it relative to the best candidate (:mod:`hello_memory.relevance`).
+- **Evidence** (the relevance floor): :meth:`ConversationLexicalIndex.lexical_evidence`, the
+  idf-weighted share of the query's distinct terms that a memory's FTS document holds, with an idf
+  that counts the query's unknown terms and never vanishes in a small memory (its docstring has
+  the formula). Only candidates that the vector side does not already admit need it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -24,7 +48,12 @@ from hello_memory.models import MemoryType
 logger = logging.getLogger(__name__)
 
 COMMON_TERM_DOCS = 2000
+TURN_EVENT_TYPE = "conversation"  # the event_type that marks a conversation turn (see above)
+# Stored with the window: a file indexed under another rule is re-indexed when opened.
+CONTEXT_RULE = "conversation-turns-v1"
+_IS_TURN = "json_extract(fields, '$.event_type') = 'conversation'"
 MAX_QUERY_TERMS = 32  # the rarest ones; a pasted paragraph must not become a 300-term OR query
+EVIDENCE_MIN_DOCS = 1000  # lexical evidence treats a smaller memory as a sample of one this size
 _FTS_SAFE = re.compile(r"[^\w]", re.UNICODE)
 
 
@@ -57,6 +86,7 @@ class ConversationLexicalIndex:
     _df_cache: dict[str, tuple[int, int]]  # set by the store's __init__
     _user_docs: dict[str, tuple[int, int]]  # user → (live memories, ``_fts_changes`` when counted)
     _fts_changes: int = 0
+    _doc_count: tuple[int, int] | None = None  # (live memories, ``_fts_changes`` when counted)
 
     if TYPE_CHECKING:  # provided by SQLiteDatabase
 
@@ -71,14 +101,15 @@ class ConversationLexicalIndex:
         """``(before, after)`` ``(rowid, lex)`` of the live session neighbours of ``rowid``, nearest first."""
         w = self.context_window
         me = conn.execute(
-            "SELECT user_id, session_id, memory_type, created_at FROM memories WHERE rowid=?", (rowid,)
+            f"SELECT user_id, session_id, memory_type, created_at, {_IS_TURN} FROM memories WHERE rowid=?",
+            (rowid,),
         ).fetchone()
-        if w == 0 or me is None or me[1] is None or me[2] != MemoryType.EPISODIC.value:
+        if w == 0 or me is None or me[1] is None or me[2] != MemoryType.EPISODIC.value or not me[4]:
             return [], []
         base = (
             "SELECT rowid, lex FROM memories INDEXED BY ix_mem_user_session_created "
             "WHERE user_id=? AND session_id=? AND created_at {op} ? AND memory_type='episodic' "
-            "AND deleted_at IS NULL AND rowid<>? AND (created_at<>? OR rowid {op} ?) "
+            f"AND deleted_at IS NULL AND rowid<>? AND (created_at<>? OR rowid {{op}} ?) AND {_IS_TURN} "
             "ORDER BY created_at {order}, rowid {order} LIMIT ?"
         )
         args = (me[0], me[1], me[3], rowid, me[3], rowid, w)
@@ -107,7 +138,7 @@ class ConversationLexicalIndex:
 
     def _forget_frequencies(self) -> None:
         """Drop every cached count (after bulk changes to the FTS table)."""
-        self._df_cache, self._user_docs = {}, {}
+        self._df_cache, self._user_docs, self._doc_count = {}, {}, None
 
     def _write_fts(self, conn: sqlite3.Connection, rowid: int) -> None:
         self._fts_changed(2)
@@ -127,9 +158,10 @@ class ConversationLexicalIndex:
         )
 
     def _sync_context_window(self, conn: sqlite3.Connection) -> None:
-        """Rebuild the session memories' FTS documents when the file was indexed with another window."""
+        """Rebuild the session memories' FTS documents when the file was indexed with another window
+        or context rule (files written before :data:`CONTEXT_RULE` stored the window alone)."""
         row = conn.execute("SELECT value FROM meta WHERE key='lexical_context_window'").fetchone()
-        if row is not None and int(row[0]) == self.context_window:
+        if row is not None and row[0] == f"{self.context_window}/{CONTEXT_RULE}":
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -141,7 +173,7 @@ class ConversationLexicalIndex:
                 self._write_fts(conn, rowid)
             conn.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('lexical_context_window', ?)",
-                (str(self.context_window),),
+                (f"{self.context_window}/{CONTEXT_RULE}",),
             )
         except BaseException:
             conn.execute("ROLLBACK")
@@ -151,6 +183,46 @@ class ConversationLexicalIndex:
             logger.info(
                 "rebuilt the lexical context of %d memories (window %d)", len(rowids), self.context_window
             )
+
+    def lexical_evidence(self, user_id: str, tokens: Sequence[str], ids: Sequence[str]) -> dict[str, float]:
+        """How much of the query each of the user's memories among ``ids`` matches, in [0, 1].
+
+        The idf-weighted share of the query's distinct terms that the memory's FTS document holds
+        (a conversation turn's document includes its context): ``Σ w(t) for t in query ∩ document /
+        Σ w(t) for t in query``, ``w(t) = log(1 + (N' − n + 0.5) / (n + 0.5))`` with ``n`` the FTS
+        documents holding ``t`` (0 for a term no memory has) and ``N' = max(N, EVIDENCE_MIN_DOCS)``.
+        Unlike bm25, it is absolute: a query about something never stored keeps the weight of its
+        unknown terms, so one shared word is weak evidence; and ``N'`` keeps a small memory (where
+        every term is in most documents, and bm25's idf is 0) from having no evidence at all.
+        """
+        terms = list(dict.fromkeys(fts_tokens(tokens)))
+        if not terms or not ids:
+            return {}
+        df = self._frequencies(terms)
+        n = max(self._document_count(), EVIDENCE_MIN_DOCS)
+        weight = {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+        total = sum(weight.values())
+        out: dict[str, float] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start : start + 500])
+            rows = self.query(
+                "SELECT m.id, f.tokens FROM memories m JOIN memories_fts f ON f.rowid = m.rowid "
+                f"WHERE m.id IN ({','.join('?' * len(part))}) AND +m.user_id=?",
+                [*part, user_id],
+            )
+            for mid, text in rows:
+                held = set(text.split())
+                out[mid] = sum(w for t, w in weight.items() if t in held) / total
+        return out
+
+    def _document_count(self) -> int:
+        """FTS documents of every user (FTS5's N), cached until a tenth of them have changed."""
+        now = self._fts_changes
+        hit = self._doc_count
+        if hit is None or now - hit[1] > max(100, hit[0] // 10):
+            rows = self.query("SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL")
+            hit = self._doc_count = (int(rows[0][0]), now)
+        return hit[0]
 
     def _selective_terms(self, terms: list[str]) -> tuple[list[str], int | None]:
         """Drop terms found in more than ``COMMON_TERM_DOCS`` memories when rarer ones remain.

@@ -12,6 +12,7 @@ from typing import Any
 
 from hello_memory.models import MemoryItem
 from hello_memory.stores.records import RecordStore, RecordWrite
+from hello_memory.stores.sqlite_lexical import TURN_EVENT_TYPE
 from hello_memory.text import lexical_tokens
 
 _USER, _OTHER = "user-alice", "user-bob"
@@ -41,6 +42,8 @@ def _item(content: str, i: int, **fields: Any) -> MemoryItem:
     at = _T0 + timedelta(minutes=i)
     fields.setdefault("user_id", _USER)
     fields.setdefault("memory_type", "episodic")
+    if fields["memory_type"] == "episodic" and fields.get("session_id") is not None:
+        fields.setdefault("event_type", TURN_EVENT_TYPE)  # a conversation turn unless told otherwise
     return MemoryItem(content=content, created_at=at, updated_at=at, **fields)
 
 
@@ -126,3 +129,14 @@ class RecordLexicalContract:
             store.delete(_USER, [items[0].id])  # the reply loses its context with the question
             assert search(store, "cook dinner") == []
             assert items[2].id in search(store, "lasagna")  # ... and the next turn gains the reply
+
+    def test_only_conversation_turns_carry_context(self, stores: Callable[..., RecordStore]) -> None:
+        store = stores(context_window=1, name="turns")
+        (turn,) = load(store, ["Shall we book the dentist appointment?"], session_id="app")
+        note = _item("Uploaded the quarterly report", 1, session_id="app", event_type="note")
+        store.apply([RecordWrite(note)])
+        reply = _item("Yes, Tuesday works", 2, session_id="app")
+        store.apply([RecordWrite(reply)])
+        found = search(store, "dentist appointment")
+        assert note.id not in found  # a note sharing the session is never given the turns' words
+        assert set(found) == {turn.id, reply.id}  # the note is no turn's neighbour either

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from benchmarks.datasets import load_task
@@ -89,9 +90,15 @@ def test_locomo_loader(tmp_path):
     assert (
         docs[0].created_at == datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc) and docs[3].session_id == "2"
     )
-    assert [q.category for q in task.queries] == ["temporal", "single-hop", "multi-hop", "open-domain"]
+    assert [q.category for q in task.queries] == [
+        "temporal", "single-hop", "multi-hop", "open-domain", "adversarial"
+    ]  # fmt: skip
     assert task.queries[1].gold == {"D1:2"} and task.queries[2].gold == {"D2:1", "D2:2"}
     assert task.queries[3].gold == {"D1:3"} and task.notes  # D9:9 dropped and noted
+    # category 5: its answer is not in the conversation; scored by the no-answer rate only
+    adversarial = task.queries[4]
+    assert not adversarial.answerable and adversarial.gold == frozenset()
+    assert all(q.answerable for q in task.queries[:4])
 
 
 def test_locomo_helpers():
@@ -144,10 +151,23 @@ def test_longmemeval_oracle_pools_and_dedupes(tmp_path):
     task = load_task("longmemeval", tmp_path, split="oracle")
     assert list(task.corpora) == ["pooled"]
     assert [d.doc_id for d in task.corpora["pooled"]] == ["a1:0", "a1:2", "a2:0", "a3:0", "a3:2"]
-    assert [q.qid for q in task.queries] == ["q1", "q2"]  # abstention excluded, its session kept
+    assert [q.qid for q in task.queries] == ["q1", "q2", "q3_abs"]
     assert task.queries[0].gold == {"a1:0"} and task.queries[0].gold_sessions == {"a1"}
     assert task.queries[1].gold == frozenset() and task.queries[1].gold_sessions == {"a2"}
     assert task.has_sessions and task.queries[0].created_at is not None
+    abstention = task.queries[2]  # its answer is not in the history: no gold, no-answer rate only
+    assert not abstention.answerable and abstention.gold == abstention.gold_sessions == frozenset()
+    assert abstention.category == "abstention" and abstention.created_at is not None
+    # with both roles the assistant turns are indexed too, and their has_answer flags are gold
+    both = load_task("longmemeval", tmp_path, split="oracle", roles="both")
+    assert both.name == "longmemeval-oracle-both"
+    assert [d.doc_id for d in both.corpora["pooled"]] == [
+        "a1:0", "a1:1", "a1:2", "a2:0", "a2:1", "a3:0", "a3:1", "a3:2"
+    ]  # fmt: skip
+    assert [d.speaker for d in both.corpora["pooled"][:2]] == ["user", "assistant"]
+    assert both.queries[1].gold == {"a2:1"}
+    with pytest.raises(ValueError, match="roles"):
+        load_task("longmemeval", tmp_path, split="oracle", roles="system")
 
 
 def test_longmemeval_s_one_corpus_per_question(tmp_path):
@@ -159,6 +179,10 @@ def test_longmemeval_s_one_corpus_per_question(tmp_path):
         )
     task = load_task("longmemeval", tmp_path, split="s")
     assert sorted(task.corpora) == ["q1", "q2"] and len(task.corpora["q2"]) == 2
+    with gzip.open(path, "wt") as f:  # an abstention question keeps its own haystack
+        json.dump([_lme_item("q1", {"a": s1}, ["a"], "t"), _lme_item("q2_abs", {"b": s1}, ["b"], "t")], f)
+    task = load_task("longmemeval", tmp_path, split="s")
+    assert sorted(task.corpora) == ["q1", "q2_abs"] and not task.queries[1].answerable
 
 
 def test_madial_loader_per_user(tmp_path):
@@ -498,8 +522,28 @@ def test_query_views_for_dialogues():
     assert query_text(q, "user_turns") == "hi"
     plain = Query("p", "When?", "1", frozenset())
     assert query_text(plain, "user_turns") == "When?"
+    assert query_text(plain, "conversation") == "When?"
     with pytest.raises(ValueError):
         query_text(plain, "nope")
+
+
+def test_baselines_search_with_the_query_the_product_gets():
+    """MADial: the baselines' default view is the product's conversation query (issue 20), so the
+    table compares retrieval, not query formatting."""
+    from hello_memory.queries import conversation_query
+
+    q = Query("q", '<Bart>:"元旦晚会我要表演！"<Assistant>:"太棒了！"<Bart>:"我还要跳舞"', "1", frozenset(),
+              turns=(("Bart", "元旦晚会我要表演！"), ("Assistant", "太棒了！"), ("Bart", "我还要跳舞")))
+    product = conversation_query(query_input(q))
+    assert product == "元旦晚会我要表演！\n我还要跳舞"
+    assert query_text(q, "conversation") == product
+    assert HybridSystem(dense=False).options.query_view == "conversation"
+    seen: list[str] = []
+    system = HybridSystem(dense=False)
+    system.index("1", [Doc("m", "跳舞")])
+    system._bm25["1"].scores = lambda text: (seen.append(text), np.zeros(1, dtype=np.float32))[1]
+    system.search("1", q, 1)
+    assert seen == [product]
 
 
 def test_metadata_and_speaker_helpers():
@@ -538,9 +582,11 @@ def test_memory_payload_for_hello_memory():
         "metadata": {"doc_id": "D1:1", "speaker": "Caroline"},
         "created_at": when,
         "session_id": "1",
+        "event_type": "conversation",  # a turn of a session: indexed with the turns around it
         "participants": ["Caroline"],
     }
     assert "created_at" not in memory_payload(Doc("m", "x"))
+    assert "event_type" not in memory_payload(Doc("m", "x"))  # MADial memories are not turns
     assert "participants" not in memory_payload(Doc("m", "x", speaker="user"))  # a role, not a name
 
 

@@ -18,11 +18,26 @@ from hello_memory.errors import EmbeddingError, InvalidInputError, MissingDepend
 from hello_memory.settings import Settings
 
 
-def test_auto_is_e5_offline_and_dashscope_with_a_key(tmp_path):
+def test_auto_is_e5_offline_even_with_a_dashscope_key(tmp_path, monkeypatch):
     e = make_embedder(Settings(home=tmp_path))
     assert isinstance(e, E5Embedder) and e._model is None
+    # The key users set for LLM answers never switches the embedder (issue 20, item 4).
+    keyed = Settings(home=tmp_path, dashscope_api_key="sk-x")
+    assert keyed.resolved_embedder() == "e5" and isinstance(make_embedder(keyed), E5Embedder)
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-env")
+    monkeypatch.setenv("HELLO_MEMORY_EMBEDDER", "auto")
+    from_env = Settings(home=tmp_path)
+    assert from_env.dashscope_api_key is not None and from_env.resolved_embedder() == "e5"
+
+
+def test_dashscope_is_chosen_by_name(tmp_path):
     d = make_embedder(
-        Settings(home=tmp_path, dashscope_api_key="sk-x", dashscope_embedding_model="text-embedding-v4")
+        Settings(
+            home=tmp_path,
+            embedder="dashscope",
+            dashscope_api_key="sk-x",
+            dashscope_embedding_model="text-embedding-v4",
+        )
     )
     assert isinstance(d, DashScopeEmbedder) and d.name == "dashscope/text-embedding-v4:1024"
     assert d._api_key == "sk-x" and d._url == "https://dashscope.aliyuncs.com/compatible-mode/v1/embeddings"

@@ -8,6 +8,7 @@ or leave a turn unreachable through the question that preceded it.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -30,9 +31,13 @@ def _manager(home: Path, user: str = "alice", window: int = 2) -> MemoryManager:
     )
 
 
-def _turn(text: str, minute: int, session: str | None = "s1") -> dict[str, object]:
-    return {"content": text, "memory_type": "episodic", "session_id": session,
-            "created_at": T0 + timedelta(minutes=minute)}
+def _turn(text: str, minute: int, session: str | None = "s1", *, turn: bool = True) -> dict[str, object]:
+    """An episodic memory; a conversation turn (``event_type="conversation"``) unless ``turn=False``."""
+    item: dict[str, object] = {"content": text, "memory_type": "episodic", "session_id": session,
+                               "created_at": T0 + timedelta(minutes=minute)}
+    if turn:
+        item["event_type"] = "conversation"
+    return item
 
 
 def _lexical_ids(mm: MemoryManager, word: str) -> set[str]:
@@ -42,16 +47,22 @@ def _lexical_ids(mm: MemoryManager, word: str) -> set[str]:
 def expected_documents(store: SQLiteRecordStore) -> dict[int, tuple[str, str]]:
     """rowid -> (scope, tokens) composed from scratch from the live rows."""
     rows = store.query(
-        "SELECT rowid, user_id, session_id, memory_type, created_at, lex FROM memories WHERE deleted_at IS NULL"
+        "SELECT rowid, user_id, session_id, memory_type, created_at, lex, fields FROM memories "
+        "WHERE deleted_at IS NULL"
     )
     out: dict[int, tuple[str, str]] = {}
     w = store.context_window
-    for rowid, user, session, mtype, _created, lex in rows:
-        if w == 0 or session is None or mtype != "episodic":
+
+    def is_turn(r: tuple) -> bool:
+        return r[2] is not None and r[3] == "episodic" and json.loads(r[6]).get("event_type") == "conversation"
+
+    for row in rows:
+        rowid, user, session, _mtype, _created, lex, _fields = row
+        if w == 0 or not is_turn(row):
             out[rowid] = (scope_token(user), lex)
             continue
         peers = sorted(
-            (r for r in rows if r[1] == user and r[2] == session and r[3] == "episodic"),
+            (r for r in rows if r[1] == user and r[2] == session and is_turn(r)),
             key=lambda r: (r[4], r[0]),
         )
         i = [r[0] for r in peers].index(rowid)
@@ -76,6 +87,45 @@ def test_a_turn_is_found_through_the_words_of_the_turns_around_it(tmp_path: Path
         assert other.id not in _lexical_ids(mm, "lake")
         hits = mm.search("hiking", memory_types=["episodic"], limit=5)
         assert a.id in {h.item.id for h in hits}
+
+
+def test_app_memories_sharing_a_session_are_not_turns(tmp_path: Path) -> None:
+    """Document loads, Q&A records and notes written under one session id keep their own words:
+    before the context window was limited to conversation turns, every one of them scored lexical
+    0.73-0.86 for "dentist appointment" through the one note that named it."""
+    with _manager(tmp_path) as mm:
+        notes = mm.add_many([
+            _turn("Loaded the document guide.pdf, 12 chunks", 0, turn=False),
+            _turn("Learnt about RAG chunking (source: guide.pdf)", 1, turn=False),
+            _turn("Dentist appointment on Friday at 3pm", 2, turn=False),
+            _turn("Learnt about BM25 scoring (source: guide.pdf)", 3, turn=False),
+            _turn("Loaded the document notes.md, 3 chunks", 4, turn=False),
+        ])
+        dentist = notes[2]
+        assert _lexical_ids(mm, "dentist") == {dentist.id}
+        hits = mm.search("dentist appointment", memory_types=["episodic"], limit=5)
+        lexical = {h.item.id: h.breakdown["lexical"] for h in hits}
+        assert lexical.pop(dentist.id) == 1.0
+        assert all(v == 0.0 for v in lexical.values()), lexical
+        # a conversation in the same session neither reaches into the notes nor is reached from them
+        turns = mm.add_many([_turn("Shall we book the dentist?", 5), _turn("Yes, Friday works", 6)])
+        assert _lexical_ids(mm, "dentist") == {dentist.id, *(t.id for t in turns)}
+        assert _lexical_ids(mm, "chunk") == {notes[0].id, notes[1].id, notes[4].id}
+
+
+def test_a_file_indexed_under_the_old_rule_is_reindexed(tmp_path: Path) -> None:
+    with _manager(tmp_path) as mm:
+        a, b = mm.add_many([_turn("pelican note", 0, turn=False), _turn("other note", 1, turn=False)])
+        store = mm.bundle.records
+        # what a file written before the turn rule holds: context for every session memory
+        with store.transaction() as conn:
+            conn.execute("UPDATE memories_fts SET tokens = 'pelican note other note' WHERE rowid IN "
+                         "(SELECT rowid FROM memories)")
+            conn.execute("UPDATE meta SET value='2' WHERE key='lexical_context_window'")
+        assert _lexical_ids(mm, "pelican") == {a.id, b.id}
+    with _manager(tmp_path) as mm:
+        assert _lexical_ids(mm, "pelican") == {a.id}
+        assert actual_documents(mm.bundle.records) == expected_documents(mm.bundle.records)
 
 
 def test_window_zero_indexes_own_tokens_only(tmp_path: Path) -> None:
@@ -141,7 +191,8 @@ def _random_operations(mm: MemoryManager, rnd: random.Random, steps: int) -> Ite
         op = rnd.random()
         if op < 0.45 or not live:
             batch = [_turn(f"{rnd.choice(WORDS)} {rnd.choice(WORDS)} {step}", rnd.randrange(40),
-                           session=rnd.choice(["s1", "s2", None])) for _ in range(rnd.randint(1, 4))]
+                           session=rnd.choice(["s1", "s2", None]), turn=rnd.random() < 0.7)
+                     for _ in range(rnd.randint(1, 4))]
             live += [m.id for m in mm.add_many(batch)]
         elif op < 0.6:
             mm.remove(victim := rnd.choice(live))

@@ -90,6 +90,7 @@ def overlap(stores: list[RecordStore], docs: list[tuple[str, str]], queries: lis
             memory_type=MemoryType.EPISODIC,
             content=text,
             session_id=session,
+            event_type="conversation",
             created_at=T0 + timedelta(minutes=i),
         )
         for i, (session, text) in enumerate(docs)
