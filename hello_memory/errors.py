@@ -222,7 +222,12 @@ class ServiceError(HelloMemoryError, RuntimeError):
     Attributes:
         url: the service's base URL.
         status: the HTTP status, when there was a response.
+        memory_ids: for a failed ``RemoteMemory.add``/``add_many``, the ids it sent: the call may
+            have stored them, and calling it again with the same arguments reuses them (a no-op
+            if they were stored).
     """
+
+    memory_ids: list[str] | None = None
 
     def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
         super().__init__(message)
@@ -231,4 +236,8 @@ class ServiceError(HelloMemoryError, RuntimeError):
 
 
 class ServiceTimeoutError(ServiceError):
-    """A request took longer than its timeout; a write may still complete on the service."""
+    """A request took longer than its timeout; a write may still complete on the service.
+
+    Calling a ``RemoteMemory.add``/``add_many`` again with the same arguments is safe (it reuses
+    the ids of the timed-out call); other writes should be checked before they are repeated.
+    """

@@ -217,7 +217,7 @@ class RemoteRAG:
             "enable_mqe": enable_mqe,
             "enable_hyde": enable_hyde,
         }
-        return self._call("POST", "/search", _SEARCH, body=body)
+        return self._call("POST", "/search", _SEARCH, body=body, idempotent=True)
 
     def ask(
         self,
