@@ -21,23 +21,27 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from hello_memory.errors import ServiceError
+from hello_memory.transport import encode_body
 
 MAX_PENDING = 1024
 PENDING_TTL = 600.0  # seconds an identical call is taken for a retry of the failed one
 
 
-def fingerprint(operation: str, arguments: Any) -> str:
-    """A digest of one call's arguments (as sent, without the generated ids)."""
-    text = json.dumps([operation, arguments], sort_keys=True, ensure_ascii=True, default=repr)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
+def fingerprint(operation: str, arguments: Mapping[str, Any]) -> str:
+    """A digest of one call's arguments, encoded as they are sent (before the ids are added).
+
+    Raises:
+        InvalidInputError: an argument cannot be sent as JSON (the error the request would raise).
+    """
+    return hashlib.sha256(operation.encode() + b"\0" + encode_body(arguments)).hexdigest()
 
 
 class PendingIds:

@@ -14,7 +14,13 @@ import pytest
 from lossy_proxy import LossyProxy
 from service_runner import KEYS, RunningService, start_service
 
-from hello_memory.errors import IdConflictError, NotFoundError, ServiceError, ServiceTimeoutError
+from hello_memory.errors import (
+    IdConflictError,
+    InvalidInputError,
+    NotFoundError,
+    ServiceError,
+    ServiceTimeoutError,
+)
 from hello_memory.remote import RemoteMemory
 
 ADD, BATCH = "/v1/memories", "/v1/memories/batch"
@@ -131,3 +137,12 @@ def test_an_id_of_another_users_memory_is_a_conflict_that_reveals_nothing(keyed_
             bob.get(mine.id)
         assert mine.id not in {m.id for m in bob.get_all()}
         assert alice.get(mine.id).content == mine.content
+
+
+def test_arguments_json_cannot_sort_are_sent_as_in_process(service, fresh_user):
+    with RemoteMemory(service.url, user_id=fresh_user) as mm:  # the call's fingerprint once sorted keys
+        assert mm.add("mixed keys", metadata={1: "a", "b": 2}).metadata == {"1": "a", "b": 2}
+        items = mm.add_many([{"content": "mixed", "metadata": {2: "x", "y": None}}])
+        assert items[0].metadata == {"2": "x", "y": None}
+        with pytest.raises(InvalidInputError, match="metadata"):
+            mm.add("a set", metadata={"s": {1, 2}})
