@@ -16,6 +16,7 @@ from apps.assistant import LearningAssistant, check_user_id
 from hello_memory import Settings
 from hello_memory.embedders.base import Embedder
 from hello_memory.embedders.factory import make_embedder
+from hello_memory.errors import StoreLockedError
 from hello_memory.llm.base import LLMClient
 from hello_memory.llm.factory import make_llm
 
@@ -103,12 +104,21 @@ class AssistantFactory:
                 rag=RemoteRAG(self.server_url, namespace=f"docs_{uid}", api_key=self._api_key),
             )
         else:
-            la = LearningAssistant(uid, self.settings, embedder=self.embedder, llm=self.llm)
+            la = self._local(uid)
         session.assistant = la
         with self._lock:
             self._open = {a for a in self._open if not a.closed}
             self._open.add(la)
         return la
+
+    def _local(self, uid: str) -> LearningAssistant:
+        """An assistant on the data directory itself; a locked one names its holder and the fix."""
+        try:
+            return LearningAssistant(uid, self.settings, embedder=self.embedder, llm=self.llm)
+        except StoreLockedError as e:
+            from hello_memory.discovery import locked_home
+
+            raise locked_home(self.settings.home) from e
 
     def close_all(self) -> None:
         """Close every assistant still open (at shutdown)."""

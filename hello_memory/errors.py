@@ -98,12 +98,19 @@ class EmbedderMismatchError(StoreError, ValueError):
 
 
 class StoreLockedError(StoreError):
-    """The data directory is in use by another process."""
+    """The data directory is in use by another process.
 
-    def __init__(self, path: str, holder: str | None = None) -> None:
+    Attributes:
+        path: the data directory.
+        holder: who holds it (``"pid 1234"``, with its command line when known), if known.
+    """
+
+    def __init__(self, path: str, holder: str | None = None, *, hint: str | None = None) -> None:
         who = f" (held by {holder})" if holder else ""
-        super().__init__(f"data directory {path!r} is in use by another process{who}")
+        what_to_do = f"; {hint}" if hint else ""
+        super().__init__(f"data directory {path!r} is in use by another process{who}{what_to_do}")
         self.path = path
+        self.holder = holder
 
 
 class DiskFullError(StoreError):
