@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 SERVICE_FILE = "SERVICE"
 PROBE_TIMEOUT = 0.5
 DEFAULT_USER = "default_user"
+_SECRET_OPTION = re.compile(r"key|token|password|secret", re.IGNORECASE)
 
 
 class ServiceRecord(BaseModel):
@@ -192,7 +193,19 @@ def describe_holder(holder: str) -> str:
     except OSError:
         return holder
     words = [" ".join(part.decode("utf-8", "replace").split()) for part in raw.split(b"\0") if part]
-    command = " ".join(w if len(w) <= 80 else w[:79] + "…" for w in words)  # one line, e.g. a -c script
+    command = " ".join(w if len(w) <= 80 else w[:79] + "…" for w in _redact(words))  # one line
     if len(command) > 400:
         command = command[:399] + "…"
     return f"{holder}: {command}" if command else holder
+
+
+def _redact(words: list[str]) -> list[str]:
+    """Command-line words with the values of options named like secrets (``--api-key``) masked."""
+    out: list[str] = []
+    for i, word in enumerate(words):
+        name, eq, _ = word.partition("=")
+        secret_option = name.startswith("-") and _SECRET_OPTION.search(name) is not None
+        after_secret_option = i > 0 and "=" not in words[i - 1] and words[i - 1].startswith("-") \
+            and _SECRET_OPTION.search(words[i - 1]) is not None
+        out.append(f"{name}=***" if secret_option and eq else "***" if after_secret_option else word)
+    return out

@@ -18,6 +18,7 @@ from hello_memory.discovery import SERVICE_FILE, connect_memory
 from hello_memory.errors import StoreLockedError
 
 MARK = "a-script-holding-the-home"
+SECRET = "k-secret-0123456789"  # on the holder's command line: never in a message
 _HOLDER = """
 import sys
 from hello_memory import MemoryManager, Settings
@@ -32,8 +33,9 @@ mm.close()
 def held(tmp_path: Path) -> Iterator[tuple[Path, int]]:
     """A data directory a second process holds (a plain script, not a service); its pid."""
     home = tmp_path / "data"
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_HOLDER), str(home), MARK], text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=service_env())
+    argv = [sys.executable, "-c", textwrap.dedent(_HOLDER), str(home), MARK, "--api-key", SECRET]
+    proc = subprocess.Popen(argv, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=service_env())
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.communicate()
     try:
         yield home, proc.pid
@@ -50,6 +52,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def _says_who_and_what_to_do(text: str, home: Path, pid: int) -> None:
     assert f"in use by another process (held by pid {pid}: " in text and MARK in text, text
     assert f"hello-memory serve --home {home}" in text and "--server URL" in text, text
+    assert SECRET not in text and "--api-key ***" in text
 
 
 CLI = ["-c", "from apps.cli import main; main()"]
