@@ -255,6 +255,7 @@ class RAGPipeline:
             tokens=sum(d.tokens for d in docs),
             embedder=self._embedder.name if self._embedder else self.settings.resolved_embedder(),
             vector_backend=self.bundle.vectors.backend,
+            llm=self.llm.name if self.llm is not None else None,
         )
 
     # -- retrieve ---------------------------------------------------------------------------
