@@ -192,7 +192,7 @@ class Transport:
         except httpx.TimeoutException as e:  # sent, and no reply in time: the caller's bound is spent
             error = ServiceTimeoutError(
                 f"the memory service at {self.url} did not answer {method} {path} in time ({e}); "
-                "the call may still complete there",
+                "the call may still complete there: check before repeating a write (an add is safe to repeat)",
                 url=self.url,
             )
             error.__cause__ = e
