@@ -83,6 +83,15 @@ def check_port(host: str, port: int) -> None:
             ) from e
 
 
+def _check_home(settings: Settings | None, home: str | Path | None) -> None:
+    """Without a live service for the data directory, another process must not hold it: say who does."""
+    from hello_memory.discovery import check_home_free, find_service
+
+    path = home if home is not None else (settings or Settings()).home
+    if find_service(path) is None:
+        check_home_free(path)
+
+
 def serve(
     home: str | Path | None = None,
     host: str = DEFAULT_HOST,
@@ -107,6 +116,8 @@ def serve(
     from apps.ui import launch_kwargs
 
     check_port(host, port)  # before the stores, the embedder and Gradio load
+    if server_url is None and (settings or Settings()).server_url is None:
+        _check_home(settings, home)
     demo, factory = create_app(settings, home=home, server_url=server_url, api_key=api_key)
     logger.info("memory: %s", factory.server_url or Path(factory.settings.home).resolve())
     try:

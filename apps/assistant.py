@@ -116,6 +116,7 @@ class LearningAssistant(MemoryOps):
         except BaseException:
             self.memory.close()
             raise
+        self._answering_llm: tuple[str | None] | None = None  # (name,) once asked
         self.loaded: list[LoadedDocument] = []
         self.questions: list[QuestionRecord] = []
         self.session_notes: list[NoteRecord] = []
@@ -124,8 +125,16 @@ class LearningAssistant(MemoryOps):
     # -- lifecycle --------------------------------------------------------------------------
     @property
     def advanced_available(self) -> bool:
-        """True when an LLM is configured, so MQE/HyDE expansion and generated answers are on."""
-        return self.llm is not None
+        """True when an LLM answers, so MQE/HyDE expansion and generated answers are on."""
+        return self.answering_llm is not None
+
+    @property
+    def answering_llm(self) -> str | None:
+        """The LLM of the knowledge base, which answers and expands questions: :attr:`llm` in process,
+        the memory service's through a service (asked once). ``None``: extractive answers."""
+        if self._answering_llm is None:
+            self._answering_llm = (self.rag.stats().llm,)
+        return self._answering_llm[0]
 
     @property
     def closed(self) -> bool:
@@ -283,7 +292,7 @@ class LearningAssistant(MemoryOps):
             documents_loaded=len({d.document_id for d in self.loaded}), chunks=kb.chunks,
             questions=len(self.questions), recall_questions=sum(q.route == "memory" for q in self.questions),
             notes=len(self.session_notes), memories_total=mem.total, memories_by_type=mem.by_type,
-            llm=self.llm.name if self.llm else None, embedder=kb.embedder,
+            llm=kb.llm, embedder=kb.embedder,
         )
 
     def report(self) -> LearningReport:

@@ -57,9 +57,15 @@ def guarded(outputs: int) -> Callable[[F], F]:
     return wrap
 
 
-def status_markdown(la: LearningAssistant) -> str:
-    """The line under the title: who is learning and how answers are made."""
-    llm = f"LLM {la.llm.name}" if la.llm else "抽取式回答（未配置 LLM）/ extractive answers (no LLM configured)"
+def status_markdown(la: LearningAssistant, *, remote: bool = False) -> str:
+    """The line under the title: who is learning and how answers are made (through a memory service,
+    by the service's LLM, whatever the app's own settings say)."""
+    name = la.answering_llm
+    if remote:
+        llm = (f"LLM {name}（记忆服务 / the memory service's）" if name else
+               "抽取式回答（记忆服务未配置 LLM）/ extractive answers (the memory service has no LLM)")
+    else:
+        llm = f"LLM {name}" if name else "抽取式回答（未配置 LLM）/ extractive answers (no LLM configured)"
     user, namespace = render.esc(la.user_id), render.esc(la.rag.namespace)
     return f"用户 / User **{user}** · 知识库 / Knowledge base `{namespace}` · {llm}"
 
@@ -72,6 +78,9 @@ class Handlers:
 
     def _la(self, session: Session, user_id: str) -> LearningAssistant:
         return self.factory.assistant(session, user_id)
+
+    def _status(self, la: LearningAssistant) -> str:
+        return status_markdown(la, remote=self.factory.server_url is not None)
 
     def _documents(self, la: LearningAssistant) -> tuple[Rows, Any]:
         docs = la.list_documents()
@@ -87,7 +96,7 @@ class Handlers:
         """
         try:
             la = self._la(session, user_id)
-            return (session, status_markdown(la), *self._documents(la))
+            return (session, self._status(la), *self._documents(la))
         except Exception as e:  # the page must never show a stack trace
             _warn(e)
             return session, gr.skip(), gr.skip(), gr.skip()
@@ -129,7 +138,7 @@ class Handlers:
             gr.Warning(f"{failure.file_name}: {failure.error}")
         if report.loaded:
             gr.Info(f"已加载 {len(report.loaded)} 个文档 / Loaded {len(report.loaded)} document(s)")
-        return (status_markdown(la), render.load_markdown(report), *self._documents(la), None)
+        return (self._status(la), render.load_markdown(report), *self._documents(la), None)
 
     @guarded(3)
     def delete_document(self, session: Session, user_id: str, document_id: str | None) -> tuple[str, Rows, Any]:

@@ -16,6 +16,7 @@ from apps.assistant import LearningAssistant, check_user_id
 from hello_memory import Settings
 from hello_memory.embedders.base import Embedder
 from hello_memory.embedders.factory import make_embedder
+from hello_memory.errors import HelloMemoryError, StoreLockedError
 from hello_memory.llm.base import LLMClient
 from hello_memory.llm.factory import make_llm
 
@@ -71,12 +72,31 @@ class AssistantFactory:
         self.server_url = server_url
         self._api_key = api_key
         self._lock = threading.Lock()
+        self._service_llm: tuple[str | None] | None = None  # (name,) once the service told
         self._open: set[LearningAssistant] = set()  # strong: Gradio may drop a session without a callback
 
     @property
     def advanced_available(self) -> bool:
-        """True when an LLM is configured (MQE/HyDE and generated answers)."""
-        return self.llm is not None
+        """True when an LLM answers the questions (MQE/HyDE and generated answers)."""
+        return self.answering_llm is not None
+
+    @property
+    def answering_llm(self) -> str | None:
+        """The LLM that answers and expands questions: the app's own, or through a memory service the
+        service's (``/v1/me``; the app's own LLM settings do not apply there). ``None``: extractive."""
+        if self.server_url is None:
+            return self.llm.name if self.llm is not None else None
+        with self._lock:
+            if self._service_llm is None:
+                from hello_memory.remote import RemoteMemory
+
+                try:
+                    with RemoteMemory(self.server_url, api_key=self._api_key) as probe:
+                        self._service_llm = (probe.identity().llm,)
+                except HelloMemoryError as e:  # unreachable now: say "none", ask again next time
+                    logger.warning("cannot ask the memory service which LLM it uses: %s", e)
+                    return None
+            return self._service_llm[0]
 
     @property
     def embedder(self) -> Embedder:
@@ -103,12 +123,21 @@ class AssistantFactory:
                 rag=RemoteRAG(self.server_url, namespace=f"docs_{uid}", api_key=self._api_key),
             )
         else:
-            la = LearningAssistant(uid, self.settings, embedder=self.embedder, llm=self.llm)
+            la = self._local(uid)
         session.assistant = la
         with self._lock:
             self._open = {a for a in self._open if not a.closed}
             self._open.add(la)
         return la
+
+    def _local(self, uid: str) -> LearningAssistant:
+        """An assistant on the data directory itself; a locked one names its holder and the fix."""
+        try:
+            return LearningAssistant(uid, self.settings, embedder=self.embedder, llm=self.llm)
+        except StoreLockedError as e:
+            from hello_memory.discovery import locked_home
+
+            raise locked_home(self.settings.home) from e
 
     def close_all(self) -> None:
         """Close every assistant still open (at shutdown)."""

@@ -30,6 +30,9 @@ ADVANCED_ON = ("用 LLM 生成多种问法（MQE）和假设答案（HyDE）扩�
                "LLM query expansion (MQE) and hypothetical answers (HyDE)")
 ADVANCED_OFF = ("未配置 LLM，高级检索不可用；设置 LLM_API_KEY 或 DASHSCOPE_API_KEY 后重启即可开启 / "
                 "No LLM configured: set LLM_API_KEY or DASHSCOPE_API_KEY and restart to enable it")
+ADVANCED_OFF_REMOTE = ("记忆服务未配置 LLM，高级检索不可用；在运行 hello-memory serve 的环境中设置 LLM_API_KEY 或 "
+                       "DASHSCOPE_API_KEY 后重启服务即可开启 / The memory service has no LLM: set LLM_API_KEY or "
+                       "DASHSCOPE_API_KEY where `hello-memory serve` runs and restart it")
 ASK_TIPS = ("提示：问“我之前学过什么？”或以 `/recall` 开头，会从记忆中回顾你的学习过程。 / "
             "Tip: ask “what did I learn before?” or start with `/recall` to search your learning memory.")
 CSS = """
@@ -65,7 +68,7 @@ def build_app(factory: AssistantFactory) -> gr.Blocks:
                                "documents and memories; different ids are isolated", scale=4)
         with gr.Tabs():
             _start_tab(h, session, user, status, demo)
-            _ask_tab(h, session, user, factory.advanced_available)
+            _ask_tab(h, session, user, factory.advanced_available, remote=factory.server_url is not None)
             _notes_tab(h, session, user)
             _memory_tab(h, session, user)
             _stats_tab(h, session, user)
@@ -99,7 +102,7 @@ def _start_tab(h: Handlers, session: gr.State, user: gr.Textbox, status: gr.Mark
     delete.click(h.delete_document, [session, user, pick], [log, table, pick])
 
 
-def _ask_tab(h: Handlers, session: gr.State, user: gr.Textbox, advanced_available: bool) -> None:
+def _ask_tab(h: Handlers, session: gr.State, user: gr.Textbox, advanced_available: bool, *, remote: bool) -> None:
     with gr.Tab("问答 / Ask", id="ask", elem_id="hm-tab-ask"):
         chat = gr.Chatbot(label="对话 / Chat", height=520, elem_id="hm-chat", buttons=["copy"])
         with gr.Row(equal_height=True):
@@ -108,7 +111,8 @@ def _ask_tab(h: Handlers, session: gr.State, user: gr.Textbox, advanced_availabl
             send = gr.Button("提问 / Ask", variant="primary", scale=1, elem_id="hm-ask")
         advanced = gr.Checkbox(label="高级检索 MQE + HyDE / Advanced search", value=False,
                                interactive=advanced_available, elem_id="hm-advanced",
-                               info=ADVANCED_ON if advanced_available else ADVANCED_OFF)
+                               info=ADVANCED_ON if advanced_available else ADVANCED_OFF_REMOTE if remote
+                               else ADVANCED_OFF)
         gr.Markdown(ASK_TIPS)
     send.click(h.ask, [session, user, question, advanced, chat], [chat, question])
     question.submit(h.ask, [session, user, question, advanced, chat], [chat, question])

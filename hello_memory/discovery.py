@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import urllib.request
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from hello_memory.api import MemoryAPI
+from hello_memory.errors import StoreLockedError
 from hello_memory.models import utcnow
 from hello_memory.settings import Settings
 
@@ -35,6 +37,7 @@ logger = logging.getLogger(__name__)
 SERVICE_FILE = "SERVICE"
 PROBE_TIMEOUT = 0.5
 DEFAULT_USER = "default_user"
+_SECRET_OPTION = re.compile(r"key|token|password|secret", re.IGNORECASE)
 
 
 class ServiceRecord(BaseModel):
@@ -144,4 +147,65 @@ def connect_memory(
         return RemoteMemory(url, api_key=api_key, user_id=remote_user)
     from hello_memory.manager import MemoryManager
 
-    return MemoryManager(settings, user_id=user_id, **manager_kwargs)
+    try:
+        return MemoryManager(settings, user_id=user_id, **manager_kwargs)
+    except StoreLockedError as e:
+        raise locked_home(settings.home) from e
+
+
+def locked_home(home: str | Path) -> StoreLockedError:
+    """The error of a client that found no live service for ``home`` and the directory locked.
+
+    It names the holder (:func:`~hello_memory.runtime.lock_holder`, with its command line where
+    ``/proc`` shows it) and says what to do: serve the directory with ``hello-memory serve`` so that
+    every program shares it, or use a service elsewhere with ``--server URL``.
+    """
+    from hello_memory.runtime import lock_holder, resolve_home
+
+    path = resolve_home(home)
+    holder = lock_holder(path)
+    who = describe_holder(holder) if holder else None
+    if who is not None and re.search(r"\bserve\b|apps\.service", who):
+        hint = ("it looks like a memory service that does not answer for this directory (yet): retry in a "
+                "moment, or pass --server URL")
+    else:
+        hint = (f"no memory service owns it: to share it, stop that process and run `hello-memory serve "
+                f"--home {path}` (the CLI, `hello-memory mcp` and `hello-memory app` then go through it by "
+                "themselves), or pass --server URL (HELLO_MEMORY_SERVER_URL) to use a service elsewhere")
+    return StoreLockedError(str(path), who, hint=hint)
+
+
+def check_home_free(home: str | Path) -> None:
+    """Raise :func:`locked_home`'s error when another process holds ``home`` (a start-up check)."""
+    from hello_memory.runtime import lock_holder
+
+    if lock_holder(home) is not None:
+        raise locked_home(home)
+
+
+def describe_holder(holder: str) -> str:
+    """``"pid 1234"`` with the process's command line when it is readable (Linux ``/proc``)."""
+    match = re.fullmatch(r"pid (\d+)", holder)
+    if match is None:
+        return holder
+    try:
+        raw = Path(f"/proc/{match[1]}/cmdline").read_bytes()
+    except OSError:
+        return holder
+    words = [" ".join(part.decode("utf-8", "replace").split()) for part in raw.split(b"\0") if part]
+    command = " ".join(w if len(w) <= 80 else w[:79] + "…" for w in _redact(words))  # one line
+    if len(command) > 400:
+        command = command[:399] + "…"
+    return f"{holder}: {command}" if command else holder
+
+
+def _redact(words: list[str]) -> list[str]:
+    """Command-line words with the values of options named like secrets (``--api-key``) masked."""
+    out: list[str] = []
+    for i, word in enumerate(words):
+        name, eq, _ = word.partition("=")
+        secret_option = name.startswith("-") and _SECRET_OPTION.search(name) is not None
+        after_secret_option = i > 0 and "=" not in words[i - 1] and words[i - 1].startswith("-") \
+            and _SECRET_OPTION.search(words[i - 1]) is not None
+        out.append(f"{name}=***" if secret_option and eq else "***" if after_secret_option else word)
+    return out

@@ -98,12 +98,19 @@ class EmbedderMismatchError(StoreError, ValueError):
 
 
 class StoreLockedError(StoreError):
-    """The data directory is in use by another process."""
+    """The data directory is in use by another process.
 
-    def __init__(self, path: str, holder: str | None = None) -> None:
+    Attributes:
+        path: the data directory.
+        holder: who holds it (``"pid 1234"``, with its command line when known), if known.
+    """
+
+    def __init__(self, path: str, holder: str | None = None, *, hint: str | None = None) -> None:
         who = f" (held by {holder})" if holder else ""
-        super().__init__(f"data directory {path!r} is in use by another process{who}")
+        what_to_do = f"; {hint}" if hint else ""
+        super().__init__(f"data directory {path!r} is in use by another process{who}{what_to_do}")
         self.path = path
+        self.holder = holder
 
 
 class DiskFullError(StoreError):
@@ -222,7 +229,12 @@ class ServiceError(HelloMemoryError, RuntimeError):
     Attributes:
         url: the service's base URL.
         status: the HTTP status, when there was a response.
+        memory_ids: for a failed ``RemoteMemory.add``/``add_many``, the ids it sent: the call may
+            have stored them, and calling it again with the same arguments reuses them (a no-op
+            if they were stored).
     """
+
+    memory_ids: list[str] | None = None
 
     def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
         super().__init__(message)
@@ -231,4 +243,8 @@ class ServiceError(HelloMemoryError, RuntimeError):
 
 
 class ServiceTimeoutError(ServiceError):
-    """A request took longer than its timeout; a write may still complete on the service."""
+    """A request took longer than its timeout; a write may still complete on the service.
+
+    Calling a ``RemoteMemory.add``/``add_many`` again with the same arguments is safe (it reuses
+    the ids of the timed-out call); other writes should be checked before they are repeated.
+    """

@@ -5,6 +5,13 @@ Same method names, arguments, return types and errors as ``MemoryManager`` (both
 the library does; what the API key may reach is decided by the service (a key reaches only its
 own user's memories).
 
+Adds are safe to retry: every memory is sent with a ``memory_id`` (the caller's, else a fresh
+``uuid4``), and the service stores an id once. Reads, searches and adds are retried after a lost
+reply or a 502/503/504, every call when the service could not be reached
+(:mod:`hello_memory.transport`); when an add still fails, the same call made again reuses its ids
+(:mod:`hello_memory.write_ids`), so a retry after a :class:`~hello_memory.errors.ServiceTimeoutError`
+stores nothing twice either.
+
 Example:
     >>> from hello_memory.remote import RemoteMemory
     >>> mm = RemoteMemory("http://127.0.0.1:8765", api_key="...", user_id="alice")  # doctest: +SKIP
@@ -25,7 +32,7 @@ from pydantic import SecretStr, TypeAdapter
 
 from hello_memory.api import Query, TimeRange
 from hello_memory.context import ContextBlock
-from hello_memory.errors import InvalidInputError
+from hello_memory.errors import HelloMemoryError, InvalidInputError, ServiceError
 from hello_memory.models import (
     ConsolidateReport,
     ForgetReport,
@@ -35,9 +42,10 @@ from hello_memory.models import (
     MemoryType,
     ScoredMemory,
 )
-from hello_memory.transport import DEFAULT_TIMEOUT, Transport, jsonable
+from hello_memory.transport import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Transport, jsonable
 from hello_memory.validation import check_id
 from hello_memory.wire import Count, Identity, Summary
+from hello_memory.write_ids import PendingIds, fingerprint, name_ids
 
 T = TypeVar("T")
 _ITEM = TypeAdapter(MemoryItem)
@@ -67,8 +75,9 @@ class RemoteMemory:
         url: the service's base URL, e.g. ``http://127.0.0.1:8765``.
         api_key: the key the service maps to a user; none for a loopback service without keys.
         user_id: the default user of every call; default the key's user (``default_user`` without keys).
-        timeout: seconds per request.
+        timeout: seconds per call, retries included.
         client: a pre-built ``httpx.Client`` (tests, custom TLS).
+        retries: further attempts of a request that failed on the way (see :mod:`hello_memory.transport`).
 
     Nothing connects until the first call; :meth:`close` releases the connection pool.
     """
@@ -81,11 +90,13 @@ class RemoteMemory:
         user_id: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         client: Any = None,
+        retries: int = DEFAULT_RETRIES,
     ) -> None:
-        self._http = Transport(url, api_key=api_key, timeout=timeout, client=client)
+        self._http = Transport(url, api_key=api_key, timeout=timeout, client=client, retries=retries)
         self.url = self._http.url
         self._user_id = user_id
         self._identity: Identity | None = None
+        self._pending = PendingIds()
 
     # -- plumbing ---------------------------------------------------------------------------
     def identity(self) -> Identity:
@@ -114,10 +125,34 @@ class RemoteMemory:
         adapter: TypeAdapter[T],
         *,
         body: Mapping[str, Any] | None = None,
+        idempotent: bool | None = None,
         **params: Any,
     ) -> T:
         """One request; the response validated as ``adapter``'s type (the library's models)."""
-        return adapter.validate_json(self._http.request(method, path, body=body, params=params))
+        raw = self._http.request(method, path, body=body, params=params, idempotent=idempotent)
+        return adapter.validate_json(raw)
+
+    def _add(
+        self, path: str, adapter: TypeAdapter[T], body: dict[str, Any], specs: list[dict[str, Any]]
+    ) -> T:
+        """POST an add with every memory in ``specs`` named by an id, so that repeating it is a no-op.
+
+        Memories without a ``memory_id`` get the ids a failed identical call used, else fresh ones;
+        if this call fails too, its ids are kept for the next identical call.
+        """
+        unnamed = [spec for spec in specs if spec.get("memory_id") is None]
+        key = fingerprint(path, body)
+        ids = self._pending.take(key, len(unnamed))
+        for spec, memory_id in zip(unnamed, ids, strict=True):
+            spec["memory_id"] = memory_id
+        try:
+            return self._call("POST", path, adapter, body=body, idempotent=True)
+        except HelloMemoryError as e:
+            if ids:
+                self._pending.keep(key, ids)
+                if isinstance(e, ServiceError):
+                    name_ids(e, ids)
+            raise
 
     def close(self) -> None:
         """Release the connection pool; idempotent."""
@@ -154,10 +189,10 @@ class RemoteMemory:
                 "session_id": session_id,
                 "created_at": created_at,
                 "metadata": metadata,
-                **({} if memory_id is None else {"memory_id": memory_id}),
+                "memory_id": memory_id,
             }
         )
-        return self._call("POST", "/v1/memories", _ITEM, body=body)
+        return self._add("/v1/memories", _ITEM, body, [body])
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
         """Store many memories at once; all are validated before any is stored."""
@@ -175,7 +210,7 @@ class RemoteMemory:
             specs.append(spec)
         if not specs:
             return []
-        return self._call("POST", "/v1/memories/batch", _ITEMS, body={"items": specs})
+        return self._add("/v1/memories/batch", _ITEMS, {"items": specs}, specs)
 
     # -- read -------------------------------------------------------------------------------
     def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:
@@ -232,7 +267,7 @@ class RemoteMemory:
             "session_id": session_id,
             "reference_time": jsonable(reference_time),
         }
-        return self._call("POST", "/v1/memories/search", _HITS, body=body)
+        return self._call("POST", "/v1/memories/search", _HITS, body=body, idempotent=True)
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """Every change of one memory, oldest first (empty after ``remove``)."""
@@ -349,7 +384,7 @@ class RemoteMemory:
             "user_id": self._user(user_id),
             "limit": limit,
         }
-        return self._call("POST", "/v1/memories/context", _CONTEXT, body=body)
+        return self._call("POST", "/v1/memories/context", _CONTEXT, body=body, idempotent=True)
 
 
 def _memory_path(memory_id: str, action: str | None = None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import uuid
@@ -225,3 +226,24 @@ def check_budget(value: Any, field: str = "budget_tokens") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInputError(f"{field} must be a positive integer, got {value!r}", field=field)
     return value
+
+
+def check_progress(progress: object) -> None:
+    """A progress callback is ``None`` or a function callable as ``progress(done, total)``.
+
+    Checked before any work starts, so that a wrong one is an ``InvalidInputError``, not a
+    ``TypeError`` halfway through (or after) indexing.
+    """
+    if progress is None:
+        return
+    error = InvalidInputError(
+        f"progress must be a function progress(done, total) or None, got {progress!r:.60}", field="progress"
+    )
+    if not callable(progress) or isinstance(progress, type):
+        raise error
+    try:
+        inspect.signature(progress).bind(0, 0)
+    except TypeError:
+        raise error from None
+    except ValueError:  # no signature to check (a builtin): taken as it is
+        pass

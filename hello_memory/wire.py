@@ -83,6 +83,9 @@ class Identity(BaseModel):
     memory_types: list[MemoryType] = Field(description="the memory tiers the service serves")
     embedder: str
     version: str
+    llm: str | None = Field(
+        default=None, description="the service's LLM (answers, MQE/HyDE, extraction); null = none configured"
+    )
 
 
 class Summary(BaseModel):

@@ -112,3 +112,4 @@ class RAGStats(_Model):
     tokens: int
     embedder: str
     vector_backend: str
+    llm: str | None = None  # the LLM that answers ``ask`` and expands queries; None = extractive, offline

@@ -20,7 +20,7 @@ from hello_memory.embedders.base import Embedder
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.llm.base import LLMClient
 from hello_memory.relevance import dense_floor, fuse
-from hello_memory.runtime import StoreBundle, acquire, release
+from hello_memory.runtime import StoreBundle, acquire, check_components, release, resolve_home
 from hello_memory.settings import Settings
 from hello_memory.stores.base import VectorStore
 from hello_memory.text import lexical_tokens, normalize_text
@@ -29,6 +29,7 @@ from hello_memory.validation import (
     check_id,
     check_limit,
     check_metadata,
+    check_progress,
     check_score,
     check_text,
 )
@@ -83,11 +84,16 @@ class RAGPipeline:
         vector_store: VectorStore | None = None,
         llm: LLMClient | None = None,
     ) -> None:
+        if settings is not None and not isinstance(settings, Settings):
+            raise InvalidInputError(
+                f"settings must be a Settings, got {type(settings).__name__}", field="settings"
+            )
         settings = settings or Settings()
-        if home is not None:
-            settings = settings.model_copy(update={"home": Path(home)})
+        if home is not None:  # the same typed errors for a hostile home as MemoryManager's
+            settings = settings.model_copy(update={"home": resolve_home(home)})
         self.settings = settings
         self.namespace = check_id(namespace, "namespace")
+        check_components(embedder=embedder, vector_store=vector_store, llm=llm)
         self._embedder = embedder
         if llm is None:
             from hello_memory.llm.factory import make_llm
@@ -161,6 +167,7 @@ class RAGPipeline:
 
         if source_path is not None:
             source_path = check_text(source_path, "source_path", max_chars=4096)
+        check_progress(progress)
         doc = convert(path)
         resolved = _text_path(Path(path).resolve()) if source_path is None else source_path
         doc_id = str(uuid.uuid5(_ID_NAMESPACE, f"path:{resolved}")) if document_id is None else document_id
@@ -193,6 +200,7 @@ class RAGPipeline:
         ``progress`` and failures as in :meth:`add_document`.
         """
         text = check_text(text, "text", max_chars=MAX_TEXT_CHARS)
+        check_progress(progress)
         if source is not None:
             source = check_text(source, "source", max_chars=4096)
         doc_id = (
@@ -247,6 +255,7 @@ class RAGPipeline:
             tokens=sum(d.tokens for d in docs),
             embedder=self._embedder.name if self._embedder else self.settings.resolved_embedder(),
             vector_backend=self.bundle.vectors.backend,
+            llm=self.llm.name if self.llm is not None else None,
         )
 
     # -- retrieve ---------------------------------------------------------------------------
@@ -363,3 +372,4 @@ class RAGPipeline:
             notes=result.notes + notes,
             extracts=extracts,
         )
+

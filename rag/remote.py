@@ -26,7 +26,7 @@ from pydantic import SecretStr, TypeAdapter
 
 from hello_memory.errors import ConversionError
 from hello_memory.transport import DEFAULT_TIMEOUT, Transport
-from hello_memory.validation import check_id
+from hello_memory.validation import check_id, check_progress
 from hello_memory.wire import Count
 from rag.convert import _check_file
 from rag.models import Answer, DocumentInfo, IngestReport, RAGStats, SearchResult
@@ -118,6 +118,7 @@ class RemoteRAG:
             raise ConversionError(
                 repr(path), f"the path must be a str or os.PathLike, not {type(path).__name__}"
             )
+        check_progress(progress)
         p = Path(path)
         _check_file(p, str(path), MAX_UPLOAD_BYTES)
         form: dict[str, Any] = {"source_path": str(p.resolve())}
@@ -217,7 +218,7 @@ class RemoteRAG:
             "enable_mqe": enable_mqe,
             "enable_hyde": enable_hyde,
         }
-        return self._call("POST", "/search", _SEARCH, body=body)
+        return self._call("POST", "/search", _SEARCH, body=body, idempotent=True)
 
     def ask(
         self,

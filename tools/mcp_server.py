@@ -20,6 +20,7 @@ from typing import Any
 
 from hello_memory._lazy import require
 from hello_memory.api import MemoryAPI
+from hello_memory.errors import HelloMemoryError, StoreLockedError
 from hello_memory.settings import Settings
 from rag.api import RAGAPI
 from tools.registry import ToolRegistry
@@ -150,13 +151,16 @@ def serve(
         update["embedder"] = embedder
     settings = settings.model_copy(update=update)
     roots = list(allowed_roots) if allowed_roots else [Path.cwd()]
-    from hello_memory.discovery import service_url
+    from hello_memory.discovery import locked_home, service_url
 
     url = service_url(settings, server_url)
     memory, pipeline = _remote(url, api_key, user_id, namespace, rag) if url else (None, None)
     try:
-        registry = build_registry(settings, user_id=None if memory else user_id, namespace=namespace,
-                                  allowed_roots=roots, rag=rag, memory=memory, pipeline=pipeline)
+        try:
+            registry = build_registry(settings, user_id=None if memory else user_id, namespace=namespace,
+                                      allowed_roots=roots, rag=rag, memory=memory, pipeline=pipeline)
+        except StoreLockedError as e:  # no service owns the home and another process holds it
+            raise locked_home(settings.home) from e
         try:
             logger.info("MCP server: %s, user %s, namespace %s", url or settings.home, user_id, namespace)
             anyio.run(run_stdio, build_server(registry))
@@ -184,8 +188,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--log-level", default="WARNING", help="log level (logs go to stderr)")
     args = ap.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper())
-    serve(args.home, args.user, args.namespace, allowed_roots=args.allow_root, embedder=args.embedder,
-          rag=not args.no_rag, server_url=args.server, api_key=args.api_key or os.environ.get("HELLO_MEMORY_API_KEY"))
+    try:
+        serve(args.home, args.user, args.namespace, allowed_roots=args.allow_root, embedder=args.embedder,
+              rag=not args.no_rag, server_url=args.server,
+              api_key=args.api_key or os.environ.get("HELLO_MEMORY_API_KEY"))
+    except HelloMemoryError as e:  # a locked home, a missing extra: one line on stderr, exit 2
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -83,6 +83,7 @@ async def me(core: Core, who: Who) -> Response:
         user_id=who.user_id, admin=who.admin,
         namespaces=None if who.namespaces is None else sorted(who.namespaces),
         memory_types=list(core.memory.enabled), embedder=core.embedder.name, version=__version__,
+        llm=core.llm.name if core.llm is not None else None,
     )
     return json_response(identity)
 

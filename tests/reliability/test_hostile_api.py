@@ -1,6 +1,6 @@
 """Every public entry point of the core raises only ``HelloMemoryError`` subclasses, whatever it is given.
 
-A matrix: each public method of ``MemoryManager`` (and its constructor, ``RAGPipeline(home=...)`` and
+A matrix: each public method of ``MemoryManager`` and of ``RAGPipeline`` (and their constructors, and
 ``runtime.lock_holder``) is called with each hostile value in each argument, the other arguments
 valid. A call may succeed (``search("false")`` is a fine query); it may not raise anything else, and
 the stores must be consistent and usable afterwards.
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rel_scan import memory_problems
+from rel_scan import memory_problems, rag_problems
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.errors import HelloMemoryError, InvalidInputError, StoreError
@@ -158,11 +158,11 @@ def test_hostile_homes_raise_typed_errors(tmp_path: Path, name: str) -> None:
     assert isinstance(caught.value, InvalidInputError | StoreError)
     with pytest.raises(HelloMemoryError):
         MemoryManager(Settings(home=Path("/")).model_copy(update={"home": home}), embedder=EMB)
-    # RAGPipeline turns home into a Path itself (rag/pipeline.py), then goes through acquire: a non-path
-    # raises TypeError there and "" becomes "." before acquire can see it (left to the rag layer).
-    if isinstance(home, Path) or (isinstance(home, str) and home.strip()):
-        with pytest.raises(HelloMemoryError):
-            RAGPipeline(home=home, embedder=EMB, llm=None)
+    for make in (lambda: RAGPipeline(home=home, embedder=EMB, llm=None),  # the same errors as MemoryManager
+                 lambda: RAGPipeline(Settings(home=Path("/")).model_copy(update={"home": home}), embedder=EMB)):
+        with pytest.raises(HelloMemoryError) as caught:
+            make()
+        assert isinstance(caught.value, InvalidInputError | StoreError)
     with contextlib.suppress(HelloMemoryError):
         assert lock_holder(home) is None  # a directory that does not exist is held by nobody
 
@@ -190,3 +190,92 @@ def test_read_only_home_raises_store_error(read_only_dir: Path, sub: str) -> Non
     with pytest.raises(StoreError, match="data directory"):
         RAGPipeline(home=home, embedder=EMB, llm=None)
     assert not os.listdir(read_only_dir)
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RAGPipeline]:
+    home = tmp_path_factory.mktemp("hostile-rag") / "data"
+    with RAGPipeline(Settings(home=home), namespace="kb", embedder=EMB, llm=None) as k:
+        k.add_text("# Seed\n\nA seed document about green tea.", document_id="seed")
+        yield k
+
+
+def _document(k: RAGPipeline) -> str:
+    """A document of the namespace to aim ``delete_document`` at (re-added when a call deleted it)."""
+    k.add_text("# Victim\n\nA document to delete.", document_id="victim")
+    return "victim"
+
+
+def _file(k: RAGPipeline) -> Path:
+    path = k.bundle.home.parent / "notes.md"
+    path.write_text("# Notes\n\nOolong is a partly oxidised tea.", encoding="utf-8")
+    return path
+
+
+RAG_CALLS: dict[str, tuple[Callable[..., Any], Callable[[RAGPipeline], dict[str, Any]]]] = {
+    "add_document": (lambda k, **kw: k.add_document(**kw), lambda k: {
+        "path": _file(k), "document_id": None, "chunk_tokens": None, "overlap_tokens": None, "metadata": None,
+        "progress": None, "source_path": None}),
+    "add_text": (lambda k, **kw: k.add_text(**kw), lambda k: {
+        "text": "# Hostile\n\nhostile text", "document_id": None, "source": None, "chunk_tokens": 64,
+        "overlap_tokens": 8, "metadata": {"k": 1}, "progress": None}),
+    "delete_document": (lambda k, **kw: k.delete_document(**kw), lambda k: {"document_id": _document(k)}),
+    "search": (lambda k, **kw: k.search(**kw), lambda k: {
+        "query": "green tea", "limit": 5, "min_score": None, "enable_mqe": False, "enable_hyde": False}),
+    "ask": (lambda k, **kw: k.ask(**kw), lambda k: {
+        "question": "which tea?", "limit": 3, "enable_mqe": False, "enable_hyde": False, "min_score": None,
+        "budget_tokens": 300}),
+}
+
+
+def test_every_public_rag_method_raises_only_hello_memory_errors(kb: RAGPipeline) -> None:
+    untyped: list[str] = []
+    calls = 0
+    for name, (call, valid) in RAG_CALLS.items():
+        for arg in valid(kb):
+            for value in HOSTILE:
+                calls += 1
+                try:
+                    call(kb, **{**valid(kb), arg: value})
+                except HelloMemoryError:
+                    pass
+                except BaseException as e:  # the point of the test: anything else is a finding
+                    untyped.append(f"{name}({arg}={value!r:.40}): {type(e).__name__}: {e!s:.120}")
+    for method in (kb.list_documents, kb.stats, kb.clear):
+        method()
+    assert not untyped, f"{len(untyped)} of {calls} calls raised untyped errors:\n" + "\n".join(untyped[:40])
+    assert calls > 800
+    assert rag_problems(kb.bundle.home, kb.bundle.vectors) == []
+    kb.add_text("# After\n\nstill usable after the hostile matrix", document_id="after")
+    assert kb.search("still usable after the hostile matrix").hits[0].document_id == "after"
+
+
+RAG_CONSTRUCTOR = {
+    "settings": [5, "settings", {}, object()],
+    "namespace": [None, 5, "", "\x00", "\ud800", "x" * 1000],
+    "embedder": [5, "e5", object()],
+    "vector_store": [5, "qdrant", object()],
+    "llm": [5, "gpt", object()],
+}
+
+
+@pytest.mark.parametrize(("arg", "value"), [(a, v) for a, vs in RAG_CONSTRUCTOR.items() for v in vs])
+def test_rag_constructor_arguments_are_checked(tmp_path: Path, arg: str, value: Any) -> None:
+    kwargs: dict[str, Any] = {"home": tmp_path / "data", "embedder": EMB, "llm": None}
+    kwargs[arg] = value
+    settings = kwargs.pop("settings", None)
+    with pytest.raises(InvalidInputError, match=arg.split("_")[0]):
+        RAGPipeline(settings, **kwargs)
+    assert lock_holder(tmp_path / "data") is None  # nothing left holding the directory
+
+
+@pytest.mark.parametrize("progress", [lambda: None, lambda a, b, c: None, lambda *, done: None, type, int],
+                         ids=["no-args", "three-args", "keyword-only", "type", "a-class"])
+def test_a_progress_callback_that_cannot_take_done_and_total_is_refused_before_indexing(kb, progress):
+    before = kb.stats().documents
+    with pytest.raises(InvalidInputError, match="progress"):
+        kb.add_text("# Progress\n\nnever indexed", document_id="progress", progress=progress)
+    seen: list[tuple[int, int]] = []
+    kb.add_text("# Progress\n\nindexed", document_id="progress", progress=lambda d, t: seen.append((d, t)))
+    assert kb.stats().documents == before + 1 and seen and seen[-1][0] == seen[-1][1]
+    kb.delete_document("progress")

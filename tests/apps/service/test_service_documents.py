@@ -110,3 +110,10 @@ def test_the_agent_tools_run_on_the_service(service, fresh_user, guide, docs_dir
         outside = rtool.execute("add_document", file_path="/etc/hostname")
         assert not outside.ok and "outside" in outside.text()
         assert mtool.context_block("Rust").hits
+
+
+@pytest.mark.parametrize("progress", [5, "print", lambda: None])
+def test_a_progress_that_cannot_be_called_is_refused_before_anything_is_indexed(kb, guide, progress):
+    with pytest.raises(InvalidInputError, match="progress"):
+        kb.add_document(guide, progress=progress)
+    assert kb.list_documents() == []
