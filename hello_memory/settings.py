@@ -121,7 +121,7 @@ class Settings(BaseSettings):
         ge=-1,
         le=1,
         description="raw cosine a memory needs under the relevance floor; None: calibrated for the "
-        "embedder (e5 0.80, tfidf 0.3), and no dense floor (the floor is off) for uncalibrated embedders",
+        "embedder (e5 0.82, tfidf 0.3), and no dense floor (the floor is off) for uncalibrated embedders",
     )
     floor_lexical: float | None = Field(
         default=None,

