@@ -22,8 +22,8 @@ Semantics every backend keeps:
 - **Idempotent by id, duplicate policy.** A write with ``expected_version=None`` inserts. Inserting
   an id that is already stored with the same user, tier and content is a no-op that returns the
   stored record (a retry after a timeout or crash stores nothing twice, history included); any
-  other stored memory under that id raises :class:`~hello_memory.errors.WriteConflictError` without
-  revealing anything about it.
+  other stored memory under that id raises :class:`~hello_memory.errors.IdConflictError` (the
+  error ``MemoryManager.add`` raises for a taken ``memory_id``) without revealing anything about it.
 - **Versions.** A record's ``version`` is 1 when inserted and grows by one with every change
   (access statistics excepted). An update names the version it read (``expected_version``); if the
   stored version differs — another worker changed the memory since — nothing is written and
