@@ -1,4 +1,4 @@
-"""``hello-memory`` command line: add, search, stats, forget, export, demo."""
+"""``hello-memory`` command line: add, search, stats, forget, export, reindex, demo."""
 
 from __future__ import annotations
 
@@ -163,6 +163,34 @@ def export(
             typer.secho(f"error: cannot write {output}: {e.strerror or e}", fg=typer.colors.RED, err=True)
             raise typer.Exit(2) from None
         typer.echo(f"exported {len(lines)} memories to {output}")
+
+
+@app.command()
+def reindex(
+    graph: Annotated[bool, typer.Option("--graph", help="rebuild the knowledge graph from the records")] = False,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="only this user (default: every user)")] = None,
+    home: Home = None,
+) -> None:
+    """Repair derived data from the records, on the stores themselves (QDRANT_URL / NEO4J_URI, or --home).
+
+    ``--graph`` completes pending work, then drops and re-links each user's graph from the semantic
+    memories' records: it repairs a worker killed between the record and the graph write.
+    """
+    from hello_memory import MemoryManager, Settings
+    from hello_memory.reindex import rebuild_graph
+
+    if not graph:
+        typer.secho("error: say what to rebuild: --graph", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    try:
+        with MemoryManager(Settings() if home is None else Settings(home=home)) as mm:
+            done = rebuild_graph(mm, user)
+    except HelloMemoryError as e:
+        _fail(e)
+    typer.echo(
+        f"graph rebuilt: {done['memories']} semantic memories of {done['users']} users linked "
+        f"({done['recovered']} pending operations completed first)"
+    )
 
 
 @app.command()

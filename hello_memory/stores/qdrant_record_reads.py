@@ -210,6 +210,12 @@ class RecordReads:
                 deleted[tier] = deleted.get(tier, 0) + 1
         return RecordStats(live, deleted, total / sum(live.values()) if live else 0.0)
 
+    def users(self) -> list[str]:
+        """Every user id with at least one memory (a maintenance call: it reads every point's user)."""
+        self._ensure()
+        points = self._conn.scroll_all(RECORDS, None, with_payload=["user_id"])
+        return sorted({p.payload["user_id"] for p in points})
+
     def unsettled(self) -> list[Pending]:
         """Pending work of every user."""
         self._ensure()

@@ -251,6 +251,10 @@ class RecordStore(Protocol):
         """Every memory id of the user, live and soft-deleted."""
         ...
 
+    def users(self) -> list[str]:
+        """Every user id with at least one memory (a maintenance call, like :meth:`unsettled`)."""
+        ...
+
     def score_rows(self, ids: Sequence[str], user_id: str) -> dict[str, ScoreRow]:
         """What the tier formulas need, for the user's live memories among ``ids``."""
         ...

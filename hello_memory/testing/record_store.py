@@ -279,6 +279,7 @@ class RecordStoreContract(RecordChangesContract, RecordLexicalContract):
         assert stats.live == {"episodic": 2, "semantic": 1} and stats.deleted == {"episodic": 1}
         assert stats.avg_importance == pytest.approx(0.6)
         assert store.stats("nobody").live == {} and store.stats("nobody").avg_importance == 0.0
+        assert sorted(store.users()) == [ALICE, BOB]
 
     def test_score_rows_and_previous_in_session(self, store: RecordStore) -> None:
         first = memory("hi", minutes=1, session_id="s", participants=["Ann"])
