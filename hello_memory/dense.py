@@ -42,6 +42,10 @@ class DenseIndex(Protocol):
         """memory id -> cosine with ``qvec`` for ``ids`` (id -> (tier, modality)) that have a vector."""
         ...
 
+    def vectors(self, user_id: str, ids: Mapping[str, tuple[MemoryType, str | None]]) -> dict[str, np.ndarray]:
+        """memory id -> its stored (unit) vector, for ``ids`` (id -> (tier, modality)) that have one."""
+        ...
+
 
 class IndexDense:
     """Dense candidates from a :class:`~hello_memory.stores.base.VectorStore` (embedded mode)."""
@@ -74,14 +78,19 @@ class IndexDense:
         self, user_id: str, qvec: np.ndarray, ids: Mapping[str, tuple[MemoryType, str | None]]
     ) -> dict[str, float]:
         """Exact cosine read from each memory's collection."""
+        return {mid: float(np.dot(vec, qvec)) for mid, vec in self.vectors(user_id, ids).items()}
+
+    def vectors(self, user_id: str, ids: Mapping[str, tuple[MemoryType, str | None]]) -> dict[str, np.ndarray]:
+        """Each memory's vector, read from its collection."""
         by_collection: dict[str, list[str]] = {}
         for mid, (tier, modality) in ids.items():
             name = f"perceptual_{modality or 'other'}" if tier == MemoryType.PERCEPTUAL else MEMORY_COLLECTION
             by_collection.setdefault(name, []).append(mid)
-        out: dict[str, float] = {}
+        existing = set(self._vectors.collections()) if by_collection else set()
+        out: dict[str, np.ndarray] = {}
         for collection, group in by_collection.items():
-            for point in self._vectors.get(collection, group, with_vectors=True):
-                out[point.id] = float(np.dot(point.vector, qvec))
+            if collection in existing:
+                out.update((p.id, p.vector) for p in self._vectors.get(collection, group, with_vectors=True))
         return out
 
 
@@ -116,10 +125,14 @@ class RecordDense:
         self, user_id: str, qvec: np.ndarray, ids: Mapping[str, tuple[MemoryType, str | None]]
     ) -> dict[str, float]:
         """Exact cosine from the stored unit vectors."""
+        return {mid: float(np.dot(vec, qvec)) for mid, vec in self.vectors(user_id, ids).items()}
+
+    def vectors(self, user_id: str, ids: Mapping[str, tuple[MemoryType, str | None]]) -> dict[str, np.ndarray]:
+        """The vectors kept in the memories' points."""
         if not ids:
             return {}
-        vectors = self._records.dense_vectors(user_id, list(ids))
-        return {mid: float(np.dot(vec, qvec)) for mid, vec in vectors.items()}
+        found: dict[str, np.ndarray] = self._records.dense_vectors(user_id, list(ids))
+        return found
 
 
 def _collections(vectors: VectorStore, types: Sequence[MemoryType]) -> list[tuple[str, list[MemoryType]]]:
