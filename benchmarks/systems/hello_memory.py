@@ -4,6 +4,8 @@ Each corpus is one user of a :class:`hello_memory.MemoryManager` living in a tem
 docs are added as episodic memories carrying ``metadata["doc_id"]`` (and a named speaker as their
 participant), and a search maps hits back to those ids. The ``paper`` profile is the seed's
 formulas with dense-only similarity (``Settings(fusion="dense", participant_weight=0)``).
+``mode=server`` runs the same manager in server mode (``QDRANT_URL`` = a local-mode path: records,
+vectors and the lexical index in Qdrant) for the parity benchmark of issue 19.
 """
 
 from __future__ import annotations
@@ -62,10 +64,14 @@ class HelloMemorySystem:
 
     handles_documents = False
 
-    def __init__(self, *, profile: str = "default", context: SystemContext | None = None) -> None:
+    def __init__(
+        self, *, profile: str = "default", mode: str = "embedded", context: SystemContext | None = None
+    ) -> None:
         if profile not in PROFILES:
             raise ValueError(f"unknown hello_memory profile {profile!r}; choose one of {sorted(PROFILES)}")
-        self._profile = profile
+        if mode not in ("embedded", "server"):
+            raise ValueError(f"unknown hello_memory mode {mode!r}; choose embedded or server")
+        self._profile, self._mode = profile, mode
         self._home: Path | None = None
         self._managers: dict[str, Any] = {}
         try:
@@ -79,13 +85,15 @@ class HelloMemorySystem:
 
     def config(self) -> dict[str, Any]:
         """Profile and the settings overrides it applies."""
-        return {"profile": self._profile, "settings": PROFILES[self._profile], "api": "MemoryManager"}
+        mode = "server (qdrant-client local mode on disk)" if self._mode == "server" else "embedded"
+        return {"profile": self._profile, "settings": PROFILES[self._profile], "api": "MemoryManager", "mode": mode}
 
     def _manager(self, corpus_id: str) -> Any:
         if corpus_id not in self._managers:
             if self._home is None:
                 self._home = Path(tempfile.mkdtemp(prefix="hm-bench-"))
-            settings = self._settings_cls(home=self._home, **PROFILES[self._profile])
+            server = {"qdrant_url": str(self._home / "qdrant")} if self._mode == "server" else {}
+            settings = self._settings_cls(home=self._home / "home", **PROFILES[self._profile], **server)
             self._managers[corpus_id] = self._manager_cls(settings, user_id=corpus_id)
         return self._managers[corpus_id]
 
