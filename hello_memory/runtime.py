@@ -262,6 +262,12 @@ def acquire(
     from hello_memory import server_stores
 
     server = server_stores.wanted(settings, records)
+    if records is not None and not server:
+        raise InvalidInputError(
+            "record_store: only a store that keeps vectors (QdrantRecordStore, server mode) can be injected; "
+            "the embedded record store is the data directory's own",
+            field="record_store",
+        )
     if vectors is not None or graph is not None or records is not None:
         if server:
             bundle = server_stores.open_bundle(settings, records=records, vectors=vectors, graph=graph)

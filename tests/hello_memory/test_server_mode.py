@@ -275,3 +275,13 @@ def test_a_batch_that_fails_midway_stores_nothing(qdrant: QdrantClient, tmp_path
             mm.add_many(batch)
         assert mm.get_all() == [] and records.residue(mm.user_id) == {"records": 0, "history": 0}
         assert len(mm.add_many(batch)) == 5 and len(mm.get_all()) == 5  # the retry stores the whole batch
+
+
+def test_an_embedded_record_store_cannot_be_injected(tmp_path: Path) -> None:
+    from hello_memory.errors import InvalidInputError
+    from hello_memory.stores.sqlite import SQLiteRecordStore
+
+    store = SQLiteRecordStore(tmp_path / "other.db")
+    with pytest.raises(InvalidInputError, match="record_store"):
+        MemoryManager(Settings(home=tmp_path), record_store=store)
+    store.close()
