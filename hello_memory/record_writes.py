@@ -263,8 +263,13 @@ def restore(mm: MemoryManager, item: MemoryItem, vectors: Mapping[str, np.ndarra
 def soft_delete(mm: MemoryManager, items: Sequence[MemoryItem], reasons: Sequence[str]) -> None:
     """Mark memories forgotten (their points keep no vectors and leave the lexical index), then unlink."""
     now, writes = mm._now(), []
+    live = {
+        uid: mm.bundle.records.read(uid, [it.id for it in group]) for uid, group in _by_user(items).items()
+    }
     for it, why in zip(items, reasons, strict=True):
-        rec = _current(mm, it)
+        rec = live[it.user_id].get(it.id)
+        if rec is None:  # forgotten or removed by another worker meanwhile: nothing left to do
+            continue
         writes.append(
             RecordWrite(
                 rec.item.model_copy(update={"deleted_at": now}),
