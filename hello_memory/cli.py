@@ -1,4 +1,4 @@
-"""``hello-memory`` command line: add, search, stats, forget, export, demo."""
+"""``hello-memory`` command line: add, search, stats, forget, export, import, reindex, demo."""
 
 from __future__ import annotations
 
@@ -141,19 +141,33 @@ def forget(
 @app.command()
 def export(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="file (default: stdout)")] = None,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="every user, with history (and vectors), for `hello-memory import`"),
+    ] = False,
+    vectors: Annotated[
+        bool, typer.Option("--vectors/--no-vectors", help="with --full: include vectors")
+    ] = True,
     home: Home = None,
     user: User = "default_user",
     server: Server = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Export the user's memories as JSON Lines (one memory per line, metadata whole)."""
+    """Export the user's memories as JSON Lines; ``--full`` exports the whole store to move it between modes."""
     try:
-        with _manager(home, user, server, api_key) as mm:
-            items = mm.get_all()
+        if full:  # on the stores themselves: QDRANT_URL / NEO4J_URI, or --home
+            from hello_memory import MemoryManager, Settings
+            from hello_memory.transfer import export_lines
+
+            with MemoryManager(Settings() if home is None else Settings(home=home)) as mm:
+                lines = list(export_lines(mm, vectors=vectors))
+        else:
+            with _manager(home, user, server, api_key) as mm:
+                lines = [json.dumps(i.model_dump(mode="json"), ensure_ascii=False) for i in mm.get_all()]
     except HelloMemoryError as e:
         _fail(e)
-    lines = [json.dumps(i.model_dump(mode="json"), ensure_ascii=False) for i in items]
     text = "\n".join(lines) + ("\n" if lines else "")
+    count = len(lines) - 1 if full else len(lines)
     if output is None:
         sys.stdout.write(text)
     else:
@@ -162,7 +176,65 @@ def export(
         except OSError as e:  # a directory, a missing folder, no permission: say so, no traceback
             typer.secho(f"error: cannot write {output}: {e.strerror or e}", fg=typer.colors.RED, err=True)
             raise typer.Exit(2) from None
-        typer.echo(f"exported {len(lines)} memories to {output}")
+        typer.echo(f"exported {count} memories to {output}")
+
+
+@app.command("import")
+def import_(
+    source: Annotated[Path, typer.Argument(help="a file written by `hello-memory export --full`")],
+    reembed: Annotated[
+        bool, typer.Option("--reembed", help="embed again when the export's embedder differs")
+    ] = False,
+    home: Home = None,
+) -> None:
+    """Import a ``--full`` export into the configured stores (QDRANT_URL / NEO4J_URI, or --home); idempotent."""
+    from hello_memory import MemoryManager, Settings
+    from hello_memory.transfer import import_lines
+
+    try:
+        with (
+            source.open(encoding="utf-8") as fh,
+            MemoryManager(Settings() if home is None else Settings(home=home)) as mm,
+        ):
+            done = import_lines(mm, fh, reembed=reembed)
+    except OSError as e:
+        typer.secho(f"error: cannot read {source}: {e.strerror or e}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    except HelloMemoryError as e:
+        _fail(e)
+    typer.echo(f"imported {done['memories']} memories, counts verified ({done['reembedded']} embedded again)")
+
+
+@app.command()
+def reindex(
+    graph: Annotated[
+        bool, typer.Option("--graph", help="rebuild the knowledge graph from the records")
+    ] = False,
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="only this user (default: every user)")
+    ] = None,
+    home: Home = None,
+) -> None:
+    """Repair derived data from the records, on the stores themselves (QDRANT_URL / NEO4J_URI, or --home).
+
+    ``--graph`` completes pending work, then drops and re-links each user's graph from the semantic
+    memories' records: it repairs a worker killed between the record and the graph write.
+    """
+    from hello_memory import MemoryManager, Settings
+    from hello_memory.reindex import rebuild_graph
+
+    if not graph:
+        typer.secho("error: say what to rebuild: --graph", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    try:
+        with MemoryManager(Settings() if home is None else Settings(home=home)) as mm:
+            done = rebuild_graph(mm, user)
+    except HelloMemoryError as e:
+        _fail(e)
+    typer.echo(
+        f"graph rebuilt: {done['memories']} semantic memories of {done['users']} users linked "
+        f"({done['recovered']} pending operations completed first)"
+    )
 
 
 @app.command()

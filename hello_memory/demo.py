@@ -20,7 +20,9 @@ def run_demo(home: Path | None = None, *, server: str | None = None, api_key: st
     echo = typer.echo
     with connect_memory(settings, user_id="demo_user", server_url=server, api_key=api_key) as mm:
         mm.clear_all()
-        where = getattr(mm, "url", None) or Path(settings.home).resolve()  # a RemoteMemory has a url
+        where = getattr(mm, "url", None) or (  # a RemoteMemory has a url; server mode has no directory
+            f"Qdrant at {settings.qdrant_url}" if settings.qdrant_url else Path(settings.home).resolve()
+        )
         echo(f"memory: {where}  (embedder: {mm.stats().embedder})")
         week_ago = datetime.now(timezone.utc) - timedelta(days=7)
         mm.add_many(

@@ -183,17 +183,17 @@ class ConversionError(HelloMemoryError, ValueError):
 
 
 class WriteConflictError(HelloMemoryError, RuntimeError):
-    """A record write lost to another write; nothing of it was applied.
+    """An update lost to a concurrent change of the same memory; nothing of it was applied.
 
-    Two cases: an insert of an id that holds a different memory (another user's, another tier or
-    other content: ``stored_version`` is ``None`` and nothing about the stored memory is revealed),
-    or an update whose ``expected_version`` is no longer the stored one (another worker changed
-    the memory since it was read). Re-read the memory and apply the change again, or give up.
+    The update named the version it read (``expected_version``) and another writer (a thread, a
+    process, another worker on the same servers) changed the memory since: the first writer wins.
+    Re-read the memory and apply the change again, or give up. (An insert of an id that holds a
+    different memory is an :class:`IdConflictError`, not this.)
 
     Attributes:
         memory_id: the id written.
-        expected_version: the version the write expected (``None`` for an insert).
-        stored_version: the version found (``None`` when not disclosed).
+        expected_version: the version the write expected.
+        stored_version: the version found (``None`` when unknown).
     """
 
     def __init__(

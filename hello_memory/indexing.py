@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hello_memory import journal, memory_index, semantic
+from hello_memory import journal, memory_index, record_writes, semantic
 from hello_memory.errors import IdConflictError, InvalidInputError
 from hello_memory.items import build_item, infer_modality, media_hash  # noqa: F401 - re-exported
 from hello_memory.memory_index import (  # noqa: F401 - re-exported
@@ -61,7 +61,9 @@ def prepare(mm: MemoryManager, items: Sequence[MemoryItem]) -> Prepared:
 
 def existing(mm: MemoryManager, items: Sequence[MemoryItem]) -> dict[str, MemoryItem]:
     """The stored memories of a retried batch, by id; raises if an id is taken by anything else."""
-    stored = mm.bundle.records.fetch([it.id for it in items], None, include_deleted=True)
+    if mm.bundle.server:
+        return record_writes.existing(mm, items)
+    stored = mm.bundle.sqlite.fetch([it.id for it in items], None, include_deleted=True)
     out: dict[str, MemoryItem] = {}
     for it in items:
         old = stored.get(it.id)
@@ -90,6 +92,8 @@ def _check_retry(new: MemoryItem, old: MemoryItem) -> None:
 
 def insert(mm: MemoryManager, prepared: Prepared) -> list[MemoryItem]:
     """Store prepared items (under ``bundle.lock``); items stored by an earlier try come back as stored."""
+    if mm.bundle.server:
+        return record_writes.insert(mm, prepared)
     from hello_memory import lifecycle
 
     known = existing(mm, prepared.items)  # again under the lock: a retry may have committed meanwhile
@@ -122,7 +126,7 @@ def _insert_new(
 def _insert_rows(
     mm: MemoryManager, conn: sqlite3.Connection, items: list[MemoryItem], links: dict[str, Links]
 ) -> None:
-    records = mm.bundle.records
+    records = mm.bundle.sqlite
     records.insert_many(conn, [(it, lexical_tokens(it.content)) for it in items])
     for it in items:
         entry = HistoryEntry(memory_id=it.id, event="add", new=_snapshot(it), at=it.updated_at)
@@ -187,10 +191,12 @@ def update(mm: MemoryManager, prep: PreparedUpdate, current: MemoryItem) -> Memo
     written, the records are rolled back, the old vector and links are put back, and the caller
     gets a ``StoreError``; the memory stays exactly as it was, searchable, with no history entry.
     """
+    if mm.bundle.server:
+        return record_writes.update(mm, prep, current)
     new = prep.apply_to(mm, current)
     reindexed = bool(prep.vectors) or prep.links is not None
     before = memory_index.capture(mm, [current]) if reindexed else None
-    records = mm.bundle.records
+    records = mm.bundle.sqlite
     memory_index.ensure_collections(mm, [new] if reindexed else [])
 
     def rows(conn: sqlite3.Connection) -> None:
@@ -222,10 +228,12 @@ def prepare_restore(mm: MemoryManager, item: MemoryItem) -> dict[str, np.ndarray
 
 def restore(mm: MemoryManager, item: MemoryItem, vectors: dict[str, np.ndarray]) -> MemoryItem:
     """Bring a soft-deleted item back into every index, all-or-nothing (it stays forgotten on failure)."""
+    if mm.bundle.server:
+        return record_writes.restore(mm, item, vectors)
     now = mm._now()
     new = item.model_copy(update={"deleted_at": None, "updated_at": now})
     links = {new.id: semantic.links_of(new)} if new.memory_type == MemoryType.SEMANTIC else {}
-    records = mm.bundle.records
+    records = mm.bundle.sqlite
     memory_index.ensure_collections(mm, [new])
 
     def rows(conn: sqlite3.Connection) -> None:
@@ -251,10 +259,13 @@ def consolidate(
     merges: Sequence[tuple[MemoryItem, MemoryItem]],
 ) -> None:
     """Promote ``prepared`` items, merge into twins and remove the sources: one all-or-nothing write."""
+    if mm.bundle.server:
+        record_writes.consolidate(mm, sources, prepared, merges)
+        return
     new_items = prepared.items
     memory_index.ensure_collections(mm, new_items)
     before = memory_index.capture(mm, sources)
-    records = mm.bundle.records
+    records = mm.bundle.sqlite
     now = mm._now()
 
     def rows(conn: sqlite3.Connection) -> None:
@@ -293,7 +304,10 @@ def soft_delete(mm: MemoryManager, items: Sequence[MemoryItem], reason: str | Se
     if not items:
         return
     reasons = [reason] * len(items) if isinstance(reason, str) else list(reason)
-    records, now = mm.bundle.records, mm._now()
+    if mm.bundle.server:
+        record_writes.soft_delete(mm, items, reasons)
+        return
+    records, now = mm.bundle.sqlite, mm._now()
     with records.transaction() as conn:  # the journal entry commits with the deletion
         for it, why in zip(items, reasons, strict=True):
             records.replace(conn, it.model_copy(update={"deleted_at": now}), None)
@@ -318,8 +332,11 @@ def purge(mm: MemoryManager, items: Sequence[MemoryItem]) -> None:
     """
     if not items:
         return
+    if mm.bundle.server:
+        record_writes.purge(mm, items)
+        return
     ids = [it.id for it in items]
-    mm.bundle.records.journal([(it.id, it.user_id) for it in items], "purge", mm._now().timestamp())
+    mm.bundle.sqlite.journal([(it.id, it.user_id) for it in items], "purge", mm._now().timestamp())
     failure: Exception | None = None
     try:
         memory_index.unindex(mm, items)
@@ -351,14 +368,14 @@ def scrub(mm: MemoryManager, *, vacuum: bool = False) -> None:
 
 def _delete_records(mm: MemoryManager, ids: Sequence[str], *, keep_journal: bool = False) -> None:
     """Delete rows, lexical tokens, facts, history (and journal entries) of ``ids`` in one transaction."""
-    with mm.bundle.records.transaction() as conn:
+    with mm.bundle.sqlite.transaction() as conn:
         _delete_rows(mm, conn, ids, keep_journal=keep_journal)
 
 
 def _delete_rows(
     mm: MemoryManager, conn: sqlite3.Connection, ids: Sequence[str], *, keep_journal: bool
 ) -> None:
-    mm.bundle.records.delete_rows(conn, ids)
+    mm.bundle.sqlite.delete_rows(conn, ids)
     conn.executemany("DELETE FROM history WHERE memory_id=?", [(i,) for i in ids])
     if not keep_journal:
         conn.executemany("DELETE FROM pending WHERE memory_id=?", [(i,) for i in ids])
@@ -366,8 +383,10 @@ def _delete_rows(
 
 def forget_user(mm: MemoryManager, user_id: str) -> dict[str, int]:
     """Delete every trace of ``user_id``: records, history, lexical, vectors, graph."""
+    if mm.bundle.server:
+        return record_writes.forget_user(mm, user_id)
     counts: dict[str, int] = {}
-    records, now_ts = mm.bundle.records, mm._now().timestamp()
+    records, now_ts = mm.bundle.sqlite, mm._now().timestamp()
     with records.transaction() as conn:  # journalled: a crash midway is completed on the next open
         ids = [r[0] for r in conn.execute("SELECT id FROM memories WHERE user_id=?", (user_id,))]
         for mid in ids:

@@ -66,7 +66,7 @@ def atomic(
         undo: puts the index back as it was before ``index`` (after the transaction rolled back).
         what: the operation, for the error message ("update", "add", ...).
     """
-    records = mm.bundle.records
+    records = mm.bundle.sqlite
     ids = [mid for mid, _ in journal]
     if journal:
         records.journal(journal, SYNC, mm._now().timestamp())
@@ -84,7 +84,7 @@ def atomic(
 def clear(mm: MemoryManager, ids: Sequence[str]) -> None:
     """Clear journal entries of completed work; a failure only costs a re-sync on the next open."""
     try:
-        mm.bundle.records.clear_pending(ids)
+        mm.bundle.sqlite.clear_pending(ids)
     except StoreError as e:  # e.g. a full disk: the write itself is done and durable
         logger.warning("could not clear %d journal entries (recovery will re-check them): %s", len(ids), e)
 

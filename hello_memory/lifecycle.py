@@ -17,6 +17,7 @@ from hello_memory.models import (
     MemoryType,
 )
 from hello_memory.scoring import recency
+from hello_memory.stores.records import RecordOrder, RecordQuery
 from hello_memory.text import estimate_tokens, lexical_tokens
 from hello_memory.validation import (
     check_flag,
@@ -44,7 +45,7 @@ def expire_working(mm: MemoryManager, user_id: str) -> None:
     if MemoryType.WORKING not in mm.enabled:
         return
     cutoff = (mm._now() - mm._ttl()).timestamp()
-    old = mm.bundle.records.list_items(user_id, types=[MemoryType.WORKING.value], time_range=(None, cutoff))
+    old = mm.bundle.records.scan(user_id, RecordQuery(types=(MemoryType.WORKING,), time_range=(None, cutoff)))
     if old:
         try:
             indexing.purge(mm, old)
@@ -55,9 +56,7 @@ def expire_working(mm: MemoryManager, user_id: str) -> None:
 def enforce_working_limits(mm: MemoryManager, user_id: str) -> None:
     """Keep at most ``working_capacity`` items and ``working_token_budget`` tokens (least important go first)."""
     expire_working(mm, user_id)
-    items = mm.bundle.records.list_items(
-        user_id, types=[MemoryType.WORKING.value], order="importance DESC, created_at DESC"
-    )
+    items = mm.bundle.records.scan(user_id, RecordQuery(types=(MemoryType.WORKING,), order=RecordOrder.IMPORTANT))
     keep, tokens, evict = 0, 0, []
     for it in items:
         t = estimate_tokens(it.content)
@@ -130,7 +129,7 @@ def forget(
     types = check_memory_types(memory_types, mm.enabled)
     chosen: list[tuple[MemoryItem, str]] = []
     for t in types:  # capacity applies per tier
-        items = mm.bundle.records.list_items(user_id, types=[t.value])
+        items = mm.bundle.records.scan(user_id, RecordQuery(types=(t,)))
         chosen += _select(mm, items, strategy, threshold, max_age, capacity)
     report = ForgetReport(
         strategy=strategy,
@@ -161,14 +160,14 @@ def consolidate(
     threshold = check_importance(importance_threshold, "importance_threshold")
     sources = [
         it
-        for it in mm.bundle.records.list_items(user_id, types=[src.value], order="created_at")
+        for it in mm.bundle.records.scan(user_id, RecordQuery(types=(src,), order=RecordOrder.OLDEST))
         if it.importance >= threshold
     ]
     report = ConsolidateReport(from_type=src, to_type=dst, importance_threshold=threshold)
     if not sources:
         return report
     texts, by_llm = _summaries(mm, sources, dst)
-    existing = {_norm(it.content): it for it in mm.bundle.records.list_items(user_id, types=[dst.value])}
+    existing = {_norm(it.content): it for it in mm.bundle.records.scan(user_id, RecordQuery(types=(dst,)))}
     new_items, merges = [], []
     for it, text in zip(sources, texts, strict=True):
         twin = existing.get(_norm(text))

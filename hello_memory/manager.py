@@ -34,6 +34,7 @@ from hello_memory.models import (
 from hello_memory.runtime import StoreBundle, acquire, check_components, release, resolve_home
 from hello_memory.settings import Settings
 from hello_memory.stores.base import GraphStore, VectorStore
+from hello_memory.stores.records import RecordQuery, RecordStore
 from hello_memory.validation import check_flag, check_id, check_limit, check_memory_type
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,9 @@ class MemoryManager:
         user_id: the default user of every call that takes ``user_id=None``.
         enable_working / enable_episodic / enable_semantic / enable_perceptual: tiers to enable.
         embedder: text embedder; built from settings when omitted (offline e5 by default).
-        vector_store / graph_store: injected stores (a private bundle, not shared in-process).
+        vector_store / graph_store / record_store: injected stores (a private bundle, not shared
+            in-process). A ``record_store`` that keeps vectors (``QdrantRecordStore``) means server
+            mode, as ``QDRANT_URL`` does: no data directory (see :mod:`hello_memory.server_stores`).
         llm: LLM client for extraction and consolidation summaries; none = offline rules.
     """
 
@@ -66,6 +69,7 @@ class MemoryManager:
         vector_store: VectorStore | None = None,
         graph_store: GraphStore | None = None,
         llm: LLMClient | None = None,
+        record_store: RecordStore | None = None,
     ) -> None:
         if settings is not None and not isinstance(settings, Settings):
             raise InvalidInputError(
@@ -76,7 +80,9 @@ class MemoryManager:
             settings = settings.model_copy(update={"home": resolve_home(home)})
         self.settings = settings
         self.user_id = check_id(user_id, "user_id")
-        check_components(embedder=embedder, vector_store=vector_store, graph_store=graph_store, llm=llm)
+        check_components(
+            embedder=embedder, vector_store=vector_store, graph_store=graph_store, llm=llm, record_store=record_store
+        )
         flags = {
             MemoryType.WORKING: check_flag(enable_working, "enable_working"),
             MemoryType.EPISODIC: check_flag(enable_episodic, "enable_episodic"),
@@ -88,8 +94,13 @@ class MemoryManager:
             raise InvalidInputError("enable at least one memory type")
         self._embedder = embedder
         self.llm = llm
-        self._bundle: StoreBundle | None = acquire(settings, vectors=vector_store, graph=graph_store)
+        self._bundle: StoreBundle | None = acquire(
+            settings, vectors=vector_store, graph=graph_store, records=record_store
+        )
         try:
+            bind = getattr(self._bundle.records, "use_embedder", None) if self._bundle.server else None
+            if bind is not None:  # the record points carry the vectors: name their embedder first
+                bind(self.embedder.name, self.embedder.dimension)
             recovery.recover(self, opening=True)
         except BaseException:
             self.close()
@@ -189,7 +200,8 @@ class MemoryManager:
         uid = self._user(user_id)
         check_id(memory_id, "memory_id")
         deleted_too = check_flag(include_deleted, "include_deleted")
-        found = self.bundle.records.fetch([memory_id], uid, include_deleted=deleted_too).get(memory_id)
+        stored = self.bundle.records.read(uid, [memory_id], include_deleted=deleted_too).get(memory_id)
+        found = None if stored is None else stored.item
         if found is None or (found.memory_type == MemoryType.WORKING and lifecycle.expired(self, found)):
             raise NotFoundError(f"no memory {memory_id!r} for user {uid!r}", object_id=memory_id)
         return found
@@ -204,19 +216,13 @@ class MemoryManager:
     ) -> list[MemoryItem]:
         """The user's memories, newest first."""
         uid = self._user(user_id)
-        types = (
-            [check_memory_type(memory_type, self.enabled).value]
-            if memory_type is not None
-            else [t.value for t in self.enabled]
-        )
+        types = (check_memory_type(memory_type, self.enabled),) if memory_type is not None else self.enabled
         deleted = None if check_flag(include_deleted, "include_deleted") else False
         lifecycle.expire_working(self, uid)
-        return self.bundle.records.list_items(
-            uid,
-            types=types,
-            deleted=deleted,
-            limit=None if limit is None else check_limit(limit, maximum=10**9),
+        query = RecordQuery(
+            types=tuple(types), deleted=deleted, limit=None if limit is None else check_limit(limit, maximum=10**9)
         )
+        return self.bundle.records.scan(uid, query)
 
     def search(
         self,
@@ -362,7 +368,7 @@ class MemoryManager:
         """Delete all of one user's memories (never another user's); returns how many."""
         uid = self._user(user_id)
         with self.bundle.lock:
-            found = self.bundle.records.list_items(uid, deleted=None)
+            found = self.bundle.records.scan(uid, RecordQuery(deleted=None))
             try:
                 indexing.remove(self, found)
             except IndexPendingError as e:

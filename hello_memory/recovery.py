@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from hello_memory import memory_index, semantic
 from hello_memory.errors import DiskFullError
 from hello_memory.models import MemoryItem, MemoryType
+from hello_memory.stores.records import Pending, PendingOp
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
@@ -47,8 +48,10 @@ def recover(mm: MemoryManager, *, opening: bool = False) -> int:
 
 def _recover(mm: MemoryManager) -> int:
     bundle = mm.bundle
+    if bundle.server:
+        return _recover_markers(mm)
     with bundle.lock:
-        pending = bundle.records.pending()
+        pending = bundle.sqlite.pending()
         if not pending:
             return 0
         logger.warning("recovering %d interrupted index operation(s)", len(pending))
@@ -58,7 +61,7 @@ def _recover(mm: MemoryManager) -> int:
             for start in range(0, len(pending), size):
                 batch = pending[start : start + size]
                 _resync(mm, batch)
-                bundle.records.clear_pending([mid for mid, _, _ in batch])
+                bundle.sqlite.clear_pending([mid for mid, _, _ in batch])
                 progress.advance(len(batch))
         finally:
             progress.close()
@@ -69,7 +72,7 @@ def _resync(mm: MemoryManager, batch: Sequence[tuple[str, str, str]]) -> None:
     """Make the index of one batch of journalled memories agree with their rows."""
     from hello_memory.indexing import _delete_records
 
-    found = mm.bundle.records.fetch([mid for mid, _, _ in batch], None, include_deleted=True)
+    found = mm.bundle.sqlite.fetch([mid for mid, _, _ in batch], None, include_deleted=True)
     live: list[MemoryItem] = []
     gone: dict[str, list[str]] = {}
     purge: list[str] = []
@@ -90,6 +93,41 @@ def _resync(mm: MemoryManager, batch: Sequence[tuple[str, str, str]]) -> None:
         memory_index.ensure_collections(mm, live)
         links = {it.id: semantic.links_of(it) for it in live if it.memory_type == MemoryType.SEMANTIC}
         memory_index.write(mm, live, vectors, links)
+
+
+def _recover_markers(mm: MemoryManager) -> int:
+    """Server mode: finish the graph work of every pending marker (any worker's, crashed or not).
+
+    ``INDEX`` re-links the record's graph links (and re-runs supersession, idempotent), ``UNINDEX``
+    unlinks, ``PURGE`` unlinks and deletes. Markers are settled at the version read, so a newer
+    write's marker stays for its writer. A marker of a write still in flight on another worker is
+    completed twice, to the same result.
+    """
+    records = mm.bundle.records
+    todo = records.unsettled()
+    if not todo:
+        return 0
+    logger.warning("completing %d pending graph operation(s)", len(todo))
+    with mm.bundle.lock:
+        _complete(mm, todo)
+    return len(todo)
+
+
+def _complete(mm: MemoryManager, todo: Sequence[Pending]) -> None:
+    from hello_memory import record_writes
+
+    records = mm.bundle.records
+    by_user: dict[str, list[Pending]] = {}
+    for p in todo:
+        by_user.setdefault(p.user_id, []).append(p)
+    for uid, group in by_user.items():
+        found = records.read(uid, [p.memory_id for p in group], include_deleted=True)
+        purge = [found[p.memory_id].item for p in group if p.op == PendingOp.PURGE and p.memory_id in found]
+        rest = [found[p.memory_id] for p in group if p.op != PendingOp.PURGE and p.memory_id in found]
+        for start in range(0, len(rest), mm.settings.embed_batch_size):
+            record_writes.follow_up(mm, rest[start : start + mm.settings.embed_batch_size], "recovery")
+        if purge:
+            record_writes.purge(mm, purge)
 
 
 class _Progress:

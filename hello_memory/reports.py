@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from hello_memory import lifecycle
 from hello_memory.errors import DiskFullError
 from hello_memory.models import MemoryItem, MemoryStats
+from hello_memory.stores.records import RecordOrder, RecordQuery
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
@@ -19,9 +20,9 @@ SUMMARY_CHARS = 200  # characters of each memory shown by summary()
 def stats(mm: MemoryManager, user_id: str) -> MemoryStats:
     """See :meth:`MemoryManager.stats`."""
     lifecycle.expire_working(mm, user_id)
-    records = mm.bundle.records
+    counts = mm.bundle.records.stats(user_id)
     by_type = {t.value: 0 for t in mm.enabled}
-    by_type.update(records.count_by_type(user_id))
+    by_type.update(counts.live)
     try:
         graph = mm.bundle.graph.counts(user_id)
     except DiskFullError as e:  # a graph file that cannot even be created: report the rest
@@ -32,10 +33,10 @@ def stats(mm: MemoryManager, user_id: str) -> MemoryStats:
         user_id=user_id,
         total=sum(by_type.values()),
         by_type=by_type,
-        deleted=sum(records.count_by_type(user_id, deleted=True).values()),
+        deleted=sum(counts.deleted.values()),
         entities=graph.get("entities", 0),
         relations=graph.get("relations", 0),
-        avg_importance=round(records.avg_importance(user_id), 4),
+        avg_importance=round(counts.avg_importance, 4),
         embedder=embedder,
         vector_backend=mm.bundle.vectors.backend,
     )
@@ -51,7 +52,5 @@ def summary(mm: MemoryManager, limit: int, user_id: str) -> str:
     )
     top: list[MemoryItem] = []
     for t in mm.enabled:
-        top += mm.bundle.records.list_items(
-            user_id, types=[t.value], order="importance DESC, created_at DESC", limit=limit
-        )
+        top += mm.bundle.records.scan(user_id, RecordQuery(types=(t,), order=RecordOrder.IMPORTANT, limit=limit))
     return head + ("\n" + render_items(top, max_chars=SUMMARY_CHARS) if top else "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -10,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hello_memory import indexing, lifecycle, semantic
-from hello_memory.errors import InvalidInputError
+from hello_memory import lifecycle, semantic
+from hello_memory.errors import InvalidInputError, StoreError
 from hello_memory.models import MemoryType, ScoredMemory
 from hello_memory.queries import MAX_QUERY_CHARS, conversation_query
 from hello_memory.relevance import (
@@ -28,7 +29,7 @@ from hello_memory.relevance import (
     share_adjacent,
 )
 from hello_memory.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
-from hello_memory.stores.base import Filter, Range
+from hello_memory.stores.records import RecordQuery
 from hello_memory.stores.sqlite import ScoreRow
 from hello_memory.text import estimate_tokens, lexical_tokens
 from hello_memory.tiers.working import score_working
@@ -46,6 +47,7 @@ from hello_memory.validation import (
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
 
+logger = logging.getLogger(__name__)
 MIN_CANDIDATES = 50
 TIME_EVIDENCE = 0.5  # a memory fitting a time the query names this well passes the relevance floor
 # The relevance floor judges questions, not conversations or long texts: e5-small's cosines between a
@@ -123,15 +125,26 @@ def search(
     ranked += [(h.score, h.row.id, h) for h in light if h.row.importance >= min_importance and h.score >= floor]
     ranked.sort(key=lambda r: (-r[0], -_created_ts(r[2]), r[1]))  # ties: the newer memory, then the id
     ranked = ranked[:limit]
-    full = mm.bundle.records.fetch([r[1] for r in ranked if isinstance(r[2], _Light)], user_id)
+    found = mm.bundle.records.read(user_id, [r[1] for r in ranked if isinstance(r[2], _Light)])
+    full = {mid: rec.item for mid, rec in found.items()}
     out = []
     for _, mid, h in ranked:  # build whole items only for the hits returned
         if isinstance(h, ScoredMemory):
             out.append(h)
         elif mid in full:
             out.append(ScoredMemory(item=full[mid], score=h.score, breakdown=h.breakdown))
-    mm.bundle.records.touch([h.item.id for h in out], mm._now())
+    _count_access(mm, user_id, [h.item.id for h in out])
     return out
+
+
+def _count_access(mm: MemoryManager, user_id: str, ids: list[str]) -> None:
+    """Access statistics, best effort: a read must not fail because its bookkeeping cannot be written."""
+    if not ids:
+        return
+    try:
+        mm.bundle.records.record_access(user_id, ids, mm._now())
+    except StoreError as e:  # a full disk, a server that refuses the write
+        logger.warning("access counts not updated: %s", e)
 
 
 def _created_ts(hit: ScoredMemory | _Light) -> float:
@@ -151,9 +164,8 @@ def _working(
     mm: MemoryManager, query: str, user_id: str, session_id: str | None, window: tuple[Any, Any] | None
 ) -> list[ScoredMemory]:
     lifecycle.expire_working(mm, user_id)
-    items = mm.bundle.records.list_items(
-        user_id, types=[MemoryType.WORKING.value], session_id=session_id, time_range=window
-    )
+    working = RecordQuery(types=(MemoryType.WORKING,), session_id=session_id, time_range=window)
+    items = mm.bundle.records.scan(user_id, working)
     return score_working(query, items, now=mm._now(), ttl_minutes=mm.settings.working_ttl_minutes)
 
 
@@ -177,7 +189,7 @@ def _vector_tiers(
     via_graph = semantic.graph_candidates(mm, user_id, hops) if hops else []
     rows = mm.bundle.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)
     rows = {k: r for k, r in rows.items() if r.memory_type in types and _in_scope(r, session_id, window)}
-    _fill_dense(mm, qvec, rows, dense)
+    _fill_dense(mm, user_id, qvec, rows, dense)
     rel, kept = _relevance(mm, query, terms, user_id, rows, dense, lexical, hops, named_times, judged)
     now = mm._now().timestamp()
     return [
@@ -206,13 +218,9 @@ def _candidates(
     dense: dict[str, float] = {}
     lexical: dict[str, float] = {}
     for scope in windows:
-        for collection, tier_types in _collections(mm, types):
-            # A collection holds only its own tiers: asking for all of them needs no type condition,
-            # which costs qdrant a payload check per point when one user holds most of them.
-            held = indexing.collection_tiers(collection)
-            where = _filter(user_id, None if held <= set(tier_types) else tier_types, session_id, scope)
-            for hit in mm.bundle.vectors.search(collection, qvec, limit=n, where=where):
-                dense[hit.id] = max(hit.score, dense.get(hit.id, -1.0))
+        found_dense = mm.bundle.dense.search(user_id, qvec, types, limit=n, session_id=session_id, window=scope)
+        for mid, score in found_dense.items():
+            dense[mid] = max(score, dense.get(mid, -1.0))
         if mm.settings.fusion != "dense":
             found = mm.bundle.records.lexical_search(
                 user_id,
@@ -334,28 +342,6 @@ def _graph(row: ScoreRow, hops: dict[str, int]) -> float:
     return graph_relevance(min(reached)) if reached else 0.0
 
 
-def _collections(mm: MemoryManager, types: Sequence[MemoryType]) -> list[tuple[str, list[MemoryType]]]:
-    existing = set(mm.bundle.vectors.collections())
-    out: list[tuple[str, list[MemoryType]]] = []
-    text_types: list[MemoryType] = [t for t in types if t in (MemoryType.EPISODIC, MemoryType.SEMANTIC)]
-    if text_types and "memories" in existing:
-        out.append(("memories", text_types))
-    if MemoryType.PERCEPTUAL in types:
-        out += [(c, [MemoryType.PERCEPTUAL]) for c in sorted(existing) if c.startswith("perceptual_")]
-    return out
-
-
-def _filter(user_id: str, types: list[MemoryType] | None, session_id: str | None, window: Any) -> Filter:
-    """Payload filter of a vector search; ``types=None`` adds no memory-type condition."""
-    equals: dict[str, Any] = {"user_id": user_id}
-    if types is not None:
-        equals["memory_type"] = [t.value for t in types]
-    if session_id is not None:
-        equals["session_id"] = session_id
-    ranges = {"created_ts": Range(gte=window[0], lte=window[1])} if window else {}
-    return Filter(equals=equals, ranges=ranges)
-
-
 def _in_scope(row: ScoreRow, session_id: str | None, window: Any) -> bool:
     if session_id is not None and row.session_id != session_id:
         return False
@@ -365,21 +351,13 @@ def _in_scope(row: ScoreRow, session_id: str | None, window: Any) -> bool:
     return (window[0] is None or ts >= window[0]) and (window[1] is None or ts <= window[1])
 
 
-def _collection(row: ScoreRow) -> str:
-    if row.memory_type == MemoryType.PERCEPTUAL:
-        return f"perceptual_{row.modality or 'other'}"
-    return "memories"
-
-
-def _fill_dense(mm: MemoryManager, qvec: np.ndarray, rows: dict[str, ScoreRow], dense: dict[str, float]) -> None:
+def _fill_dense(
+    mm: MemoryManager, user_id: str, qvec: np.ndarray, rows: dict[str, ScoreRow], dense: dict[str, float]
+) -> None:
     """Exact cosine for candidates found only lexically or through the graph."""
-    missing: dict[str, list[str]] = {}
-    for mid, row in rows.items():
-        if mid not in dense:
-            missing.setdefault(_collection(row), []).append(mid)
-    for collection, ids in missing.items():
-        for point in mm.bundle.vectors.get(collection, ids, with_vectors=True):
-            dense[point.id] = float(np.dot(point.vector, qvec))
+    missing = {mid: (row.memory_type, row.modality) for mid, row in rows.items() if mid not in dense}
+    if missing:
+        dense.update(mm.bundle.dense.similarities(user_id, qvec, missing))
 
 
 def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float) -> _Light:

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hello_memory.dense import DenseIndex, IndexDense, RecordDense
 from hello_memory.errors import DiskFullError, InvalidInputError, StoreError, StoreLockedError
 from hello_memory.settings import Settings
 from hello_memory.stores.base import GraphStore, VectorStore
+from hello_memory.stores.records import RecordStore
 from hello_memory.stores.sqlite import SQLiteRecordStore
 
 logger = logging.getLogger(__name__)
@@ -27,16 +29,38 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class StoreBundle:
-    """The stores behind one data directory (or one server configuration)."""
+    """The stores behind one data directory (or one server configuration).
 
-    home: Path
-    records: SQLiteRecordStore
+    ``home`` is ``None`` in server mode (:mod:`hello_memory.server_stores`): no data directory, no
+    lock, every durable byte in the servers. ``dense`` is where memory vectors are searched: the
+    vector index (embedded) or the record store's own points (server mode).
+    """
+
+    home: Path | None
+    records: RecordStore
     vectors: VectorStore
     graph: GraphStore
     lock: threading.RLock = field(default_factory=threading.RLock)
     refs: int = 0
     dir_lock: DirLock | None = None
     extras: dict[str, Any] = field(default_factory=dict)  # stores of higher layers (e.g. RAG chunks)
+    key: str = ""  # the registry key ("" for a private bundle)
+    dense: DenseIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dense = RecordDense(self.records) if self.records.keeps_vectors else IndexDense(self.vectors)
+
+    @property
+    def server(self) -> bool:
+        """True in server mode: the record store keeps the vectors and there is no data directory."""
+        return self.records.keeps_vectors
+
+    @property
+    def sqlite(self) -> SQLiteRecordStore:
+        """The embedded record store (its transactions are the embedded write path)."""
+        if not isinstance(self.records, SQLiteRecordStore):
+            raise StoreError("this operation needs the embedded record store, and these stores are servers")
+        return self.records
 
     def close(self) -> None:
         """Close every store and release the directory lock."""
@@ -187,6 +211,7 @@ def check_components(**given: object) -> None:
     from hello_memory.llm.base import LLMClient
 
     protocols: dict[str, type] = {
+        "record_store": RecordStore,
         "embedder": Embedder,
         "vector_store": VectorStore,
         "graph_store": GraphStore,
@@ -199,40 +224,66 @@ def check_components(**given: object) -> None:
             )
 
 
+def open_neo4j(settings: Settings) -> GraphStore:
+    """The Neo4j graph store of ``settings.neo4j_uri``."""
+    from hello_memory.stores.neo4j import Neo4jGraphStore
+
+    password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else None
+    graph: GraphStore = Neo4jGraphStore(
+        str(settings.neo4j_uri),
+        username=settings.neo4j_username,
+        password=password,
+        database=settings.neo4j_database,
+    )
+    return graph
+
+
 def _open_graph(settings: Settings, home: Path) -> GraphStore:
     if settings.neo4j_uri:
-        from hello_memory.stores.neo4j import Neo4jGraphStore
-
-        password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else None
-        graph: GraphStore = Neo4jGraphStore(
-            settings.neo4j_uri,
-            username=settings.neo4j_username,
-            password=password,
-            database=settings.neo4j_database,
-        )
-        return graph
+        return open_neo4j(settings)
     from hello_memory.stores.graph_sqlite import SQLiteGraphStore
 
     return SQLiteGraphStore(home / "graph.db")
 
 
 def acquire(
-    settings: Settings, *, vectors: VectorStore | None = None, graph: GraphStore | None = None
+    settings: Settings,
+    *,
+    vectors: VectorStore | None = None,
+    graph: GraphStore | None = None,
+    records: RecordStore | None = None,
 ) -> StoreBundle:
-    """Open (or share) the stores for ``settings.home``; pair every call with :func:`release`.
+    """Open (or share) the stores for ``settings``; pair every call with :func:`release`.
 
-    Injected ``vectors``/``graph`` stores give a private bundle that is not shared.
+    Server mode (``settings.qdrant_url`` set, or an injected ``records`` store that keeps vectors)
+    opens no data directory: see :mod:`hello_memory.server_stores`. Otherwise the stores of
+    ``settings.home``. Injected stores give a private bundle that is not shared.
     """
-    home = resolve_home(settings.home)
-    if vectors is not None or graph is not None:
-        bundle = _new_bundle(settings, home, vectors, graph)
+    from hello_memory import server_stores
+
+    server = server_stores.wanted(settings, records)
+    if records is not None and not server:
+        raise InvalidInputError(
+            "record_store: only a store that keeps vectors (QdrantRecordStore, server mode) can be injected; "
+            "the embedded record store is the data directory's own",
+            field="record_store",
+        )
+    if vectors is not None or graph is not None or records is not None:
+        if server:
+            bundle = server_stores.open_bundle(settings, records=records, vectors=vectors, graph=graph)
+        else:
+            bundle = _new_bundle(settings, resolve_home(settings.home), vectors, graph)
         bundle.refs = 1
         return bundle
-    key = str(home)
+    key = server_stores.registry_key(settings) if server else str(resolve_home(settings.home))
     with _registry_lock:
         shared = _registry.get(key)
         if shared is None:
-            shared = _new_bundle(settings, home, None, None)
+            if server:
+                shared = server_stores.open_bundle(settings)
+            else:
+                shared = _new_bundle(settings, resolve_home(settings.home), None, None)
+            shared.key = key
             _registry[key] = shared
         shared.refs += 1
         return shared
@@ -265,7 +316,6 @@ def release(bundle: StoreBundle) -> None:
         bundle.refs -= 1
         if bundle.refs > 0:
             return
-        key = str(bundle.home)
-        if _registry.get(key) is bundle:
-            del _registry[key]
+        if bundle.key and _registry.get(bundle.key) is bundle:
+            del _registry[bundle.key]
     bundle.close()

@@ -73,7 +73,7 @@ def record_facts(mm: MemoryManager, conn: sqlite3.Connection, item: MemoryItem, 
     """Store functional facts of ``item`` and supersede older memories that contradict them."""
     from hello_memory.extraction import FUNCTIONAL_RELATIONS
 
-    records = mm.bundle.records
+    records = mm.bundle.sqlite
     for s, o, rel in links[1]:
         if rel not in FUNCTIONAL_RELATIONS:
             continue

@@ -24,6 +24,7 @@ import numpy as np
 from hello_memory.errors import ConversionError, InvalidInputError, StoreError
 from hello_memory.stores.base import Filter, VectorPoint
 from hello_memory.text import detect_language, lexical_tokens
+from rag import server_index
 from rag.models import DocumentInfo, IngestReport
 from rag.passages import (
     MAX_PASSAGES,
@@ -118,13 +119,18 @@ def ingest(
     ]
     parts = of_chunks(ns, document_id, refs)
     vectors = _embed(p, [x.text for x in parts], progress)
-    p.bundle.vectors.ensure_collection(COLLECTION, p.embedder.dimension, embedder=p.embedder.name)
     info = DocumentInfo(
         document_id=document_id, source_path=source_path, title=title, format=fmt, chunks=len(chunks),
         tokens=sum(c.tokens for c in chunks), added_at=datetime.now(timezone.utc),
     )
-    with p.bundle.lock:
-        replaced = _replace(p, document_id, info, metadata, list(zip(chunks, refs, strict=True)), parts, vectors)
+    pairs = list(zip(chunks, refs, strict=True))
+    if p.bundle.server:
+        with p.bundle.lock:
+            replaced = server_index.write(p, info, metadata, pairs, vectors)
+    else:
+        p.bundle.vectors.ensure_collection(COLLECTION, p.embedder.dimension, embedder=p.embedder.name)
+        with p.bundle.lock:
+            replaced = _replace(p, document_id, info, metadata, pairs, parts, vectors)
     return IngestReport(document_id=document_id, source_path=source_path, chunks=len(chunks),
                         tokens=info.tokens, format=fmt, replaced=replaced)
 
@@ -136,7 +142,7 @@ def _replace(
     """Write the new version beside the old one, swap the rows, drop the old passages (see module)."""
     from rag.pipeline import COLLECTION
 
-    store, ns, vs = p.store, p.namespace, p.bundle.vectors
+    store, ns, vs = p.sqlite_store, p.namespace, p.bundle.vectors
     replaced = store.has_document(ns, document_id)
     before = set(vs.ids(COLLECTION, _of_document(ns, document_id)))
     added = [x.id for x in parts if x.id not in before]
@@ -166,7 +172,7 @@ def _settle(p: RAGPipeline, document_id: str, extra: Sequence[str]) -> None:
     try:
         if extra:
             p.bundle.vectors.delete(COLLECTION, list(extra))
-        p.store.clear_pending(p.namespace, document_id)
+        p.sqlite_store.clear_pending(p.namespace, document_id)
     except Exception:  # the rows are consistent; the journal finishes the cleanup on the next open
         logger.warning("could not remove %d stale passage(s) of document %s now; they are removed when "
                        "the data directory is next opened", len(extra), document_id, exc_info=True)
@@ -191,7 +197,10 @@ def delete(p: RAGPipeline, document_id: str) -> int:
     """Remove a document from the vector index and SQLite (journalled)."""
     from rag.pipeline import COLLECTION
 
-    store, ns = p.store, p.namespace
+    if p.bundle.server:
+        return server_index.delete(p, document_id)
+
+    store, ns = p.sqlite_store, p.namespace
     with store.transaction() as conn:
         store.set_pending(conn, ns, document_id, "unindex")
     if COLLECTION in p.bundle.vectors.collections():
@@ -208,6 +217,9 @@ def dense_search(p: RAGPipeline, qvec: np.ndarray, limit: int) -> dict[str, floa
     """Chunk id → its best passage's cosine, for about ``limit`` chunks of the namespace."""
     from rag.pipeline import COLLECTION
 
+    if p.bundle.server:
+        return server_index.dense_search(p, qvec, limit)
+
     if COLLECTION not in p.bundle.vectors.collections():
         return {}
     where = Filter(equals={"namespace": p.namespace})
@@ -217,6 +229,10 @@ def dense_search(p: RAGPipeline, qvec: np.ndarray, limit: int) -> dict[str, floa
 def fill_dense(p: RAGPipeline, qvec: np.ndarray, dense: dict[str, float], lexical: dict[str, float]) -> None:
     """Exact best-passage cosine for chunks found only lexically."""
     from rag.pipeline import COLLECTION
+
+    if p.bundle.server:
+        server_index.fill_dense(p, qvec, dense, lexical)
+        return
 
     missing = [c for c in lexical if c not in dense]
     if missing and COLLECTION in p.bundle.vectors.collections():
@@ -239,7 +255,11 @@ def recover(p: RAGPipeline) -> None:
     """Finish or undo document writes a killed process left in the journal (runs on open)."""
     from rag.pipeline import COLLECTION
 
-    store = p.store
+    if p.bundle.server:
+        server_index.recover(p)
+        return
+
+    store = p.sqlite_store
     for ns, document_id, op in store.pending():
         logger.warning("recovering interrupted %s of document %s in namespace %s", op, document_id, ns)
         if op == "index" and store.has_document(ns, document_id):
@@ -266,7 +286,7 @@ def _migrate_legacy(p: RAGPipeline) -> None:
     with p.bundle.lock:  # pipelines of one process share the stores: one of them upgrades
         if LEGACY_COLLECTION not in vs.collections():
             return
-        docs = p.store.query("SELECT namespace, document_id FROM documents ORDER BY namespace, document_id")
+        docs = p.sqlite_store.query("SELECT namespace, document_id FROM documents ORDER BY namespace, document_id")
         logger.warning("re-embedding %d document(s) as passages (one-time upgrade of the RAG index)", len(docs))
         for ns, document_id in docs:
             _reconcile(p, ns, document_id)
@@ -278,7 +298,7 @@ def _reconcile(p: RAGPipeline, namespace: str, document_id: str) -> None:
     from rag.pipeline import COLLECTION
 
     vs = p.bundle.vectors
-    rows = p.store.chunks(namespace, document_id=document_id).values()
+    rows = p.sqlite_store.chunks(namespace, document_id=document_id).values()
     parts = of_chunks(namespace, document_id, [ChunkRef(r[0], r[4], r[5], r[6], r[7], r[8]) for r in rows])
     vs.ensure_collection(COLLECTION, p.embedder.dimension, embedder=p.embedder.name)
     present = set(vs.ids(COLLECTION, _of_document(namespace, document_id)))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hello_memory.embedders.base import Embedder
-from hello_memory.errors import InvalidInputError, NotFoundError
+from hello_memory.errors import InvalidInputError, NotFoundError, StoreError
 from hello_memory.llm.base import LLMClient
 from hello_memory.relevance import dense_floor, fuse
 from hello_memory.runtime import StoreBundle, acquire, check_components, release, resolve_home
@@ -36,6 +36,7 @@ from hello_memory.validation import (
 from rag import answer as answering
 from rag import expansion, indexer
 from rag.models import Answer, ChunkHit, DocumentInfo, Expansion, IngestReport, RAGStats, SearchResult
+from rag.server_index import ServerChunks
 from rag.store import SQLiteChunkStore
 
 logger = logging.getLogger(__name__)
@@ -115,12 +116,38 @@ class RAGPipeline:
         return self._bundle
 
     @property
-    def store(self) -> SQLiteChunkStore:
-        """The chunk store of this data directory (shared in-process)."""
-        extras = self.bundle.extras
-        if "rag" not in extras:
-            extras["rag"] = SQLiteChunkStore(self.bundle.home / "rag.db")
-        store: SQLiteChunkStore = extras["rag"]
+    def store(self) -> SQLiteChunkStore | ServerChunks:
+        """The chunk store: ``rag.db`` of the data directory, or Qdrant in server mode (shared in-process)."""
+        bundle = self.bundle
+        if bundle.home is None:  # server mode: one chunk store per embedder (a mismatch is refused)
+            key = f"rag:{self.embedder.name}:{self.embedder.dimension}"
+            if key not in bundle.extras:
+                from hello_memory.stores.qdrant_chunks import QdrantChunkStore
+
+                client = getattr(bundle.records, "client", None)
+                if client is None:
+                    raise StoreError("server-mode RAG needs a Qdrant record store (QdrantRecordStore)")
+                bundle.extras[key] = ServerChunks(
+                    QdrantChunkStore(
+                        client=client(),
+                        prefix=self.settings.collection_prefix,
+                        embedder=self.embedder.name,
+                        dimension=self.embedder.dimension,
+                    )
+                )
+            server: ServerChunks = bundle.extras[key]
+            return server
+        if "rag" not in bundle.extras:
+            bundle.extras["rag"] = SQLiteChunkStore(bundle.home / "rag.db")
+        store: SQLiteChunkStore = bundle.extras["rag"]
+        return store
+
+    @property
+    def sqlite_store(self) -> SQLiteChunkStore:
+        """The embedded chunk store (``rag.db``); the embedded indexing path writes through it."""
+        store = self.store
+        if not isinstance(store, SQLiteChunkStore):
+            raise StoreError("this operation needs the embedded chunk store, and these stores are servers")
         return store
 
     @property

@@ -56,7 +56,8 @@ def _server_class(uvicorn: Any) -> Any:
             if self.advertise:
                 write_service_file(self.core.home, self.url)
             keys = "no API keys: loopback only" if self.open_keys else "API keys required"
-            print(f"hello-memory serve: {self.core.home} at {self.url} ({keys}; API docs at {self.url}/docs)",
+            where = f"Qdrant at {self.core.settings.qdrant_url}" if _server_mode(self.core) else self.core.home
+            print(f"hello-memory serve: {where} at {self.url} ({keys}; API docs at {self.url}/docs)",
                   file=sys.stderr, flush=True)
 
         async def shutdown(self, sockets: Any = None) -> None:
@@ -120,8 +121,9 @@ def serve(
             log_level=log_level, access_log=False, server_header=False, lifespan="on", loop="auto", http="auto",
             timeout_graceful_shutdown=service.drain_timeout or None, timeout_keep_alive=30,
         )
-        server = _server_class(uvicorn)(config, core=core, advertise=service.write_service_file,
-                                        open_keys=keys.open)
+        # Server mode keeps no data directory: no SERVICE file either (clients use the URL).
+        advertise = service.write_service_file and not _server_mode(core)
+        server = _server_class(uvicorn)(config, core=core, advertise=advertise, open_keys=keys.open)
         try:
             with _quiet_stop():
                 server.run()
@@ -135,5 +137,10 @@ def serve(
             )
     finally:
         core.close()
-        if service.write_service_file:
+        if service.write_service_file and not _server_mode(core):
             remove_service_file(core.home)
+
+
+def _server_mode(core: ServiceCore) -> bool:
+    """True when the service's stores are servers (``QDRANT_URL``): it then writes nothing locally."""
+    return bool(core.settings.qdrant_url)

@@ -5,6 +5,8 @@ docs are added as episodic memories carrying ``metadata["doc_id"]`` (and a named
 participant; docs of a session are conversation turns, ``event_type="conversation"``), and a search
 maps hits back to those ids. The ``paper`` profile is the seed's
 formulas with dense-only similarity (``Settings(fusion="dense", participant_weight=0)``).
+``mode=server`` runs the same manager in server mode (``QDRANT_URL`` = a local-mode path: records,
+vectors and the lexical index in Qdrant) for the parity benchmark of issue 19.
 """
 
 from __future__ import annotations
@@ -80,13 +82,16 @@ class HelloMemorySystem:
         self,
         *,
         profile: str = "default",
+        mode: str = "embedded",
         role_participants: bool = False,
         context: SystemContext | None = None,
         **overrides: Any,
     ) -> None:
         if profile not in PROFILES:
             raise ValueError(f"unknown hello_memory profile {profile!r}; choose one of {sorted(PROFILES)}")
-        self._profile = profile
+        if mode not in ("embedded", "server"):
+            raise ValueError(f"unknown hello_memory mode {mode!r}; choose embedded or server")
+        self._profile, self._mode = profile, mode
         self._role_participants = role_participants
         self._context = context or SystemContext()
         self._home: Path | None = None
@@ -106,9 +111,11 @@ class HelloMemorySystem:
         self._embedder: Any = None
 
     def config(self) -> dict[str, Any]:
-        """Profile, the settings overrides it applies, and whether embeddings were cached."""
+        """Profile, mode, the settings overrides it applies, and whether embeddings were cached."""
+        mode = "server (qdrant-client local mode on disk)" if self._mode == "server" else "embedded"
         return {
             "profile": self._profile,
+            "mode": mode,
             "settings": {**PROFILES[self._profile], **self._overrides},
             "role_participants": self._role_participants,
             "api": "MemoryManager",
@@ -116,7 +123,11 @@ class HelloMemorySystem:
         }
 
     def _settings(self) -> Any:
-        return self._settings_cls(home=self._home, **{**PROFILES[self._profile], **self._overrides})
+        assert self._home is not None
+        server = {"qdrant_url": str(self._home / "qdrant")} if self._mode == "server" else {}
+        return self._settings_cls(
+            home=self._home / "home", **{**PROFILES[self._profile], **self._overrides}, **server
+        )
 
     def _shared_embedder(self, settings: Any) -> Any:
         """One embedder for every corpus (the model loads once); cached e5 with ``--embed-cache``."""

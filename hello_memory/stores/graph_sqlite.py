@@ -119,8 +119,8 @@ class SQLiteGraphStore:
         """
         _require(user_id, "user_id")
         _require(memory_id, "memory_id")
-        rows = _entity_rows(user_id, entities)
-        rels = _relation_rows(user_id, memory_id, {r[1] for r in rows}, relations)
+        rows = entity_rows(user_id, entities)
+        rels = relation_rows(user_id, memory_id, {r[1] for r in rows}, relations)
         with self._write(user_id) as conn:
             previous = self._remove_links(conn, user_id, memory_id)
             conn.executemany(_UPSERT_ENTITY, rows)
@@ -357,7 +357,7 @@ def _require(value: str, field: str) -> None:
         raise InvalidInputError(f"{field} must be a non-empty string", field=field)
 
 
-def _entity_rows(
+def entity_rows(
     user_id: str, entities: Sequence[tuple[str, str, str]]
 ) -> list[tuple[str, str, str, str, str]]:
     rows: dict[str, tuple[str, str, str, str, str]] = {}
@@ -370,7 +370,7 @@ def _entity_rows(
     return list(rows.values())
 
 
-def _relation_rows(
+def relation_rows(
     user_id: str, memory_id: str, known: set[str], relations: Sequence[tuple[str, str, str]]
 ) -> list[tuple[str, str, str, str, str]]:
     rows = []

@@ -252,6 +252,15 @@ class QdrantChunkStore:
         query = unit_vector(CHUNKS, vector, self._dimension)
         return self._query(namespace, [query.tolist()], PASSAGES, limit) if int(limit) > 0 else {}
 
+    def dense_scores(self, namespace: str, vector: npt.ArrayLike, ids: Sequence[str]) -> dict[str, float]:
+        """Chunk id -> its best passage's cosine with ``vector``, for the live chunks among ``ids``."""
+        self._ensure()
+        if self._dimension is None or not ids:
+            return {}
+        query = unit_vector(CHUNKS, vector, self._dimension)
+        wanted = [codec.match("chunk_id", list(dict.fromkeys(ids)))]
+        return self._query(namespace, [query.tolist()], PASSAGES, len(set(ids)), wanted)
+
     def unsettled(self) -> list[PendingDocument]:
         """Documents with pending work or an unfinished generation, of every namespace."""
         self._ensure()
@@ -345,8 +354,10 @@ class QdrantChunkStore:
             namespace, document_id, done | {"next_generation": None, "next_record": None, "next_chunks": None}
         )
 
-    def _query(self, namespace: str, query: Any, using: str, limit: int) -> dict[str, float]:
-        where = self._live(models().Filter(must=[codec.match("namespace", namespace)]))
+    def _query(
+        self, namespace: str, query: Any, using: str, limit: int, extra: Sequence[Any] = ()
+    ) -> dict[str, float]:
+        where = self._live(models().Filter(must=[codec.match("namespace", namespace), *extra]))
         response = self._conn.call(
             "search",
             "query_points",

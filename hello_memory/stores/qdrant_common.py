@@ -165,7 +165,13 @@ class QdrantConnection:
         return stored
 
     def ensure_indexes(
-        self, name: str, *, keywords: Sequence[str], floats: Sequence[str] = (), tenant: str | None = None
+        self,
+        name: str,
+        *,
+        keywords: Sequence[str],
+        floats: Sequence[str] = (),
+        texts: Sequence[str] = (),
+        tenant: str | None = None,
     ) -> None:
         """Payload indexes on a server collection (local mode has none and warns about each)."""
         if self.is_local:
@@ -178,6 +184,10 @@ class QdrantConnection:
             kind = m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=key == tenant)
             wanted.append((key, kind))
         wanted += [(key, m.PayloadSchemaType.FLOAT) for key in floats]
+        wanted += [  # space-separated terms, matched whole (``MatchText``)
+            (key, m.TextIndexParams(type=m.TextIndexType.TEXT, tokenizer=m.TokenizerType.WHITESPACE, lowercase=False))
+            for key in texts
+        ]
         for key, kind in wanted:
             if key not in schema:
                 self.call("create a payload index", "create_payload_index", full, key, kind, wait=True)

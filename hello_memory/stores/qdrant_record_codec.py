@@ -37,8 +37,8 @@ from typing import Any
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
 from hello_memory.stores.qdrant_common import models
-from hello_memory.stores.sqlite_lexical import TURN_EVENT_TYPE
 from hello_memory.stores.records import Fact, PendingOp
+from hello_memory.stores.sqlite_lexical import TURN_EVENT_TYPE
 from hello_memory.stores.vectors import _check_ints
 
 _HISTORY_NAMESPACE = uuid.UUID("6f1c2a9e-5b7d-4e3a-9c81-2d4f6a8b0e17")

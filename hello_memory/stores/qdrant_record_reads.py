@@ -27,8 +27,9 @@ from hello_memory.stores.records import (
     RecordStats,
     StoredRecord,
 )
-from hello_memory.stores.sparse import LexicalEncoder, index_terms
+from hello_memory.stores.sparse import LexicalEncoder, index_terms, term_id
 from hello_memory.stores.sqlite import ScoreRow
+from hello_memory.stores.sqlite_lexical import evidence_weights
 from hello_memory.stores.vectors import existing_id_candidates, unit_vector
 
 RECORDS, HISTORY = "records", "record_history"
@@ -160,6 +161,37 @@ class RecordReads:
         )
         return {str(p.id): float(p.score) for p in response.points if p.score > 0}
 
+    def lexical_evidence(self, user_id: str, tokens: Sequence[str], ids: Sequence[str]) -> dict[str, float]:
+        """How much of the query each of the user's live memories among ``ids`` matches, in [0, 1].
+
+        The formula of ``SQLiteRecordStore.lexical_evidence`` (:func:`~.sqlite_lexical.evidence_weights`):
+        a term is held when the memory's sparse lexical vector (its document, context included) has the
+        term's id; ``n`` counts the live memories whose own terms (payload ``lex``) hold it, over every
+        user as FTS5's statistics do; FTS5 counts documents with their context, so ``n`` here is lower
+        for terms of conversation turns (a little more weight for them).
+        """
+        terms = list(dict.fromkeys(index_terms(tokens)))
+        if not terms or not ids:
+            return {}
+        points = self._points(user_id, ids, ["deleted_ts"], vectors=[LEXICAL])
+        points = [p for p in points if p.payload.get("deleted_ts") is None]
+        if not points:
+            return {}
+        m, live = models(), codec.empty("deleted_ts")
+        df = {
+            t: self._conn.count(RECORDS, m.Filter(must=[live, m.FieldCondition(key="lex", match=m.MatchText(text=t))]))
+            for t in terms
+        }
+        weight = evidence_weights(df, terms, self._conn.count(RECORDS, m.Filter(must=[live])))
+        total = sum(weight.values())
+        ids_of = {t: term_id(t) for t in terms}
+        out: dict[str, float] = {}
+        for p in points:
+            vector = (p.vector or {}).get(LEXICAL)
+            held = set(vector.indices) if vector is not None else set()
+            out[str(p.id)] = sum(w for t, w in weight.items() if ids_of[t] in held) / total
+        return out
+
     def history(self, memory_id: str, user_id: str) -> list[HistoryEntry]:
         """Every recorded change of one of the user's memories, in the order applied."""
         points = self._points(user_id, [memory_id], ["user_id", "history_count", "outbox"])
@@ -209,6 +241,12 @@ class RecordReads:
             else:
                 deleted[tier] = deleted.get(tier, 0) + 1
         return RecordStats(live, deleted, total / sum(live.values()) if live else 0.0)
+
+    def users(self) -> list[str]:
+        """Every user id with at least one memory (a maintenance call: it reads every point's user)."""
+        self._ensure()
+        points = self._conn.scroll_all(RECORDS, None, with_payload=["user_id"])
+        return sorted({p.payload["user_id"] for p in points})
 
     def unsettled(self) -> list[Pending]:
         """Pending work of every user."""

@@ -131,6 +131,25 @@ class QdrantRecordStore(RecordWrites):
         """True: the dense vector is part of the memory's point."""
         return True
 
+    def client(self) -> Any:
+        """The ``qdrant-client`` client (built on first use): pass it to the graph and vector stores
+        of the same deployment so that they share one connection (and, in local mode, one engine)."""
+        return self._conn.client()
+
+    def use_embedder(self, embedder: str, dimension: int) -> None:
+        """Name the dense vectors' embedder now (before the first call), if the constructor did not.
+
+        Raises:
+            EmbedderMismatchError / DimensionMismatchError: the store already names another one.
+        """
+        if self._dimension is None and not self._ready:
+            if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+                raise InvalidInputError("dimension must be a positive int", field="dimension")
+            self._embedder, self._dimension = embedder, dimension
+            return
+        check_dense(self._conn.full(RECORDS), {"embedder": self._embedder, "dimension": self._dimension},
+                    embedder, dimension)
+
     def __enter__(self) -> QdrantRecordStore:
         return self
 
@@ -311,7 +330,7 @@ class QdrantRecordStore(RecordWrites):
             )
         self._context = SessionContext(self._conn, RECORDS, LEXICAL, int(stored["window"]))
         self._conn.ensure_indexes(
-            RECORDS, keywords=codec.KEYWORD_KEYS, floats=codec.FLOAT_KEYS, tenant="user_id"
+            RECORDS, keywords=codec.KEYWORD_KEYS, floats=codec.FLOAT_KEYS, texts=("lex",), tenant="user_id"
         )
         self._conn.ensure_indexes(HISTORY, keywords=("user_id", "memory_id"), tenant="user_id")
         self._ready = True

@@ -22,8 +22,8 @@ Semantics every backend keeps:
 - **Idempotent by id, duplicate policy.** A write with ``expected_version=None`` inserts. Inserting
   an id that is already stored with the same user, tier and content is a no-op that returns the
   stored record (a retry after a timeout or crash stores nothing twice, history included); any
-  other stored memory under that id raises :class:`~hello_memory.errors.WriteConflictError` without
-  revealing anything about it.
+  other stored memory under that id raises :class:`~hello_memory.errors.IdConflictError` (the
+  error ``MemoryManager.add`` raises for a taken ``memory_id``) without revealing anything about it.
 - **Versions.** A record's ``version`` is 1 when inserted and grows by one with every change
   (access statistics excepted). An update names the version it read (``expected_version``); if the
   stored version differs — another worker changed the memory since — nothing is written and
@@ -251,6 +251,10 @@ class RecordStore(Protocol):
         """Every memory id of the user, live and soft-deleted."""
         ...
 
+    def users(self) -> list[str]:
+        """Every user id with at least one memory (a maintenance call, like :meth:`unsettled`)."""
+        ...
+
     def score_rows(self, ids: Sequence[str], user_id: str) -> dict[str, ScoreRow]:
         """What the tier formulas need, for the user's live memories among ``ids``."""
         ...
@@ -274,6 +278,12 @@ class RecordStore(Protocol):
         time_range: tuple[float | None, float | None] | None = None,
     ) -> dict[str, float]:
         """BM25-style scores (higher is better) of the user's live memories matching any token."""
+        ...
+
+    def lexical_evidence(self, user_id: str, tokens: Sequence[str], ids: Sequence[str]) -> dict[str, float]:
+        """The idf-weighted share of the query's distinct terms each of the user's live memories among
+        ``ids`` holds, in [0, 1] (the relevance floor's lexical evidence; formula in
+        :meth:`hello_memory.stores.sqlite_lexical.ConversationLexicalIndex.lexical_evidence`)."""
         ...
 
     def history(self, memory_id: str, user_id: str) -> list[HistoryEntry]:

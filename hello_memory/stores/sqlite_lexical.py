@@ -72,6 +72,16 @@ def fts_tokens(tokens: Iterable[str]) -> list[str]:
     return out
 
 
+def evidence_weights(df: dict[str, int], terms: Sequence[str], documents: int) -> dict[str, float]:
+    """The lexical-evidence weight of each query term: ``log(1 + (N' − n + 0.5) / (n + 0.5))``.
+
+    ``n`` is the number of documents holding the term (0 when none does), ``N' = max(documents,
+    EVIDENCE_MIN_DOCS)`` (:meth:`ConversationLexicalIndex.lexical_evidence`; every record store uses it).
+    """
+    n = max(documents, EVIDENCE_MIN_DOCS)
+    return {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+
+
 class ConversationLexicalIndex:
     """Mixin for the record store: FTS documents with conversation context, selective query terms.
 
@@ -198,9 +208,7 @@ class ConversationLexicalIndex:
         terms = list(dict.fromkeys(fts_tokens(tokens)))
         if not terms or not ids:
             return {}
-        df = self._frequencies(terms)
-        n = max(self._document_count(), EVIDENCE_MIN_DOCS)
-        weight = {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+        weight = evidence_weights(self._frequencies(terms), terms, self._document_count())
         total = sum(weight.values())
         out: dict[str, float] = {}
         for start in range(0, len(ids), 500):

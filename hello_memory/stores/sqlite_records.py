@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
-from hello_memory.errors import InvalidInputError, NotFoundError, WriteConflictError
+from hello_memory.errors import IdConflictError, InvalidInputError, NotFoundError, WriteConflictError
 from hello_memory.models import HistoryEntry, MemoryItem
 from hello_memory.stores.records import (
     Pending,
@@ -100,10 +100,10 @@ def same_memory(stored: MemoryItem, item: MemoryItem) -> bool:
     )
 
 
-def taken(memory_id: str) -> WriteConflictError:
+def taken(memory_id: str) -> IdConflictError:
     """The error of an insert whose id holds another memory (which it must not describe)."""
-    return WriteConflictError(
-        f"memory id {memory_id!r} is already taken by a different memory; use a new id", memory_id=memory_id
+    return IdConflictError(
+        f"memory_id {memory_id} is already in use by a different memory; use a new UUID", memory_id=memory_id
     )
 
 

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
+
 from hello_memory.models import MemoryItem
 from hello_memory.stores.records import RecordStore, RecordWrite
 from hello_memory.stores.sqlite_lexical import TURN_EVENT_TYPE
@@ -109,6 +111,18 @@ class RecordLexicalContract:
         assert set(search(store, "alpha", time_range=window)) == {mine[1].id}
         assert len(search(store, "alpha", limit=2)) == 2 and search(store, "alpha", limit=0) == []
         assert store.lexical_search(_USER, [], types=None, limit=5) == {}
+
+    def test_lexical_evidence_is_the_weighted_share_of_query_terms(self, store: RecordStore) -> None:
+        both, one, none = load(store, ["dentist appointment tuesday", "dentist visit", "garden party"])
+        load(store, ["dentist appointment"], user_id="someone-else")
+        ids = [both.id, one.id, none.id, "not-a-memory"]
+        ev = store.lexical_evidence(_USER, lexical_tokens("dentist appointment"), ids)
+        assert set(ev) <= {both.id, one.id, none.id} and ev.get(none.id, 0.0) == 0.0
+        assert ev[both.id] == pytest.approx(1.0) and 0.0 < ev[one.id] < ev[both.id]
+        unknown = store.lexical_evidence(_USER, lexical_tokens("dentist quasar"), [both.id])
+        assert 0.0 < unknown[both.id] < 0.6  # the unknown term keeps its (high) weight
+        assert store.lexical_evidence("someone-else", lexical_tokens("dentist"), [both.id]) == {}
+        assert store.lexical_evidence(_USER, [], [both.id]) == {}
 
     def test_lexical_context_window(self, stores: Callable[..., RecordStore]) -> None:
         turns = [

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from hello_memory.errors import InvalidInputError, NotFoundError, WriteConflictError
+from hello_memory.errors import IdConflictError, InvalidInputError, NotFoundError, WriteConflictError
 from hello_memory.models import Entity, MemoryItem, MemoryType, Relation
 from hello_memory.stores.records import Fact, PendingOp, RecordOrder, RecordQuery, RecordStore, RecordWrite
 from hello_memory.testing.record_changes import RecordChangesContract
@@ -157,10 +157,10 @@ class RecordStoreContract(RecordChangesContract, RecordLexicalContract):
             secret.model_copy(update={"user_id": BOB}),
             secret.model_copy(update={"memory_type": MemoryType.SEMANTIC}),
         ):
-            with pytest.raises(WriteConflictError) as info:
+            with pytest.raises(IdConflictError) as info:
                 store.apply([RecordWrite(other)])
             assert "tulip" not in str(info.value) and ALICE not in str(info.value)
-            assert info.value.memory_id == secret.id and info.value.stored_version is None
+            assert info.value.memory_id == secret.id and info.value.field == "memory_id"
         assert store.read(ALICE, [secret.id])[secret.id].item.content == secret.content
         assert store.read(BOB, [secret.id]) == {}
 
@@ -279,6 +279,7 @@ class RecordStoreContract(RecordChangesContract, RecordLexicalContract):
         assert stats.live == {"episodic": 2, "semantic": 1} and stats.deleted == {"episodic": 1}
         assert stats.avg_importance == pytest.approx(0.6)
         assert store.stats("nobody").live == {} and store.stats("nobody").avg_importance == 0.0
+        assert sorted(store.users()) == [ALICE, BOB]
 
     def test_score_rows_and_previous_in_session(self, store: RecordStore) -> None:
         first = memory("hi", minutes=1, session_id="s", participants=["Ann"])

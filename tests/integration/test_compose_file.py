@@ -31,13 +31,13 @@ def _env_example() -> dict[str, str]:
 
 def test_images_are_pinned_and_are_the_ones_the_integration_tests_use(compose, images):
     refs = {name: svc["image"] for name, svc in compose["services"].items()}
-    assert set(refs) == {"qdrant", "neo4j", "hello-memory"}
+    assert set(refs) == {"qdrant", "neo4j", "hello-memory", "hello-memory-replica", "memory-lb"}
     for ref in refs.values():
         repo, _, tag = ref.rpartition(":")
         assert repo and re.fullmatch(r"v?\d+\.\d+\.\d+(-[a-z0-9]+)*", tag), (
             f"{ref} is not pinned to a release"
         )
-    assert sorted(images.values()) == sorted(refs.values())
+    assert sorted(images.values()) == sorted(set(refs.values()))
 
 
 def test_every_service_has_a_healthcheck_named_volumes_and_configurable_ports(compose):
@@ -46,13 +46,15 @@ def test_every_service_has_a_healthcheck_named_volumes_and_configurable_ports(co
         "qdrant": {"${QDRANT_PORT:-6333}", "${QDRANT_GRPC_PORT:-6334}"},
         "neo4j": {"${NEO4J_HTTP_PORT:-7474}", "${NEO4J_BOLT_PORT:-7687}"},
         "hello-memory": {"${HELLO_MEMORY_PORT:-8765}"},
+        "hello-memory-replica": set(),  # reached through the load balancer only
+        "memory-lb": {"${HELLO_MEMORY_PORT:-8765}"},
     }
     for name, svc in compose["services"].items():
         check = svc["healthcheck"]
         assert check["test"][0] == "CMD-SHELL" and check["test"][1].strip()
-        for volume in svc["volumes"]:
+        for volume in svc.get("volumes", []):
             assert volume.split(":", 1)[0] in declared, f"{name}: {volume} is not a named volume"
-        published = {re.sub(r"^127\.0\.0\.1:|:\d+$", "", p) for p in svc["ports"]}
+        published = {re.sub(r"^127\.0\.0\.1:|:\d+$", "", p) for p in svc.get("ports", [])}
         assert published == expected_ports[name]
 
 
@@ -153,3 +155,23 @@ def test_the_example_keys_start_the_service_as_compose_runs_it(monkeypatch):
     user, key = next(iter(json.loads(env["HELLO_MEMORY_SERVICE_API_KEYS"].strip("'")).items()))[::-1]
     assert ring.authenticate(f"Bearer {key}").user_id == user
     assert ring.authenticate(f"Bearer {env['HELLO_MEMORY_SERVICE_ADMIN_KEY']}").admin
+
+
+# -- scaled out: stateless replicas behind a load balancer ---------------------------------------
+def test_the_scaled_profile_runs_two_stateless_replicas_behind_the_balancer(compose):
+    services = compose["services"]
+    replica, lb, single = services["hello-memory-replica"], services["memory-lb"], services["hello-memory"]
+    assert replica["profiles"] == lb["profiles"] == ["scaled"]
+    assert replica["deploy"]["replicas"] == 2
+    assert "volumes" not in replica and "ports" not in replica  # server mode: nothing local, no own port
+    assert replica["image"] == single["image"] and replica["build"] == single["build"]
+    assert replica["environment"] == single["environment"]  # the same servers, the same keys
+    assert replica["depends_on"] == single["depends_on"] and replica["stop_grace_period"] == single["stop_grace_period"]
+    assert lb["depends_on"] == {"hello-memory-replica": {"condition": "service_healthy"}}
+    assert "/ready" in " ".join(lb["healthcheck"]["test"]) and "/ready" in " ".join(replica["healthcheck"]["test"])
+    (config,) = lb["configs"]
+    conf = (ROOT / "docker" / compose["configs"][config["source"]]["file"]).read_text(encoding="utf-8")
+    assert config["target"] == "/etc/nginx/conf.d/default.conf"
+    assert re.search(r"server hello-memory-replica:8765\b", conf) and "listen 8765;" in conf
+    assert "client_max_body_size 200m;" in conf  # the service's upload limit
+    assert "non_idempotent" not in conf  # a write that reached a replica is never replayed on another

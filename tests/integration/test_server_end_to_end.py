@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -9,10 +10,9 @@ from pydantic import SecretStr
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.embedders.hashing import HashingTfidfEmbedder
-from hello_memory.indexing import MEMORY_COLLECTION
-from hello_memory.stores.base import Filter
+from hello_memory.stores.qdrant_graph import QdrantGraphStore
+from hello_memory.stores.qdrant_records import QdrantRecordStore
 from rag import RAGPipeline
-from rag.pipeline import COLLECTION as RAG_COLLECTION
 
 # The first test also pulls and starts the containers (session fixtures): allow for the download.
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("docker_engine"), pytest.mark.timeout(900)]
@@ -40,9 +40,10 @@ def embedder() -> HashingTfidfEmbedder:
     return HashingTfidfEmbedder(dimension=512)
 
 
-def test_memory_manager_runs_on_the_servers(server_settings, embedder, empty_neo4j):
+def test_memory_manager_runs_on_the_servers_with_no_data_directory(server_settings, embedder, empty_neo4j):
     with MemoryManager(server_settings, user_id="alice", embedder=embedder) as mm:
-        assert (mm.bundle.vectors.backend, mm.bundle.graph.backend) == ("qdrant", "neo4j")
+        assert mm.bundle.home is None
+        assert (mm.bundle.records.backend, mm.bundle.graph.backend) == ("qdrant", "neo4j")
         acme = mm.add("Alice works at Acme Corp", memory_type="semantic")
         paris = mm.add("Alice lives in Paris", memory_type="semantic")
         mm.add("Met Carol at the Berlin conference", memory_type="episodic", importance=0.8)
@@ -61,18 +62,16 @@ def test_memory_manager_runs_on_the_servers(server_settings, embedder, empty_neo
             mm.remove(paris.id)
             assert paris.id not in graph.memories_mentioning("alice", paris_ids)
 
-    with MemoryManager(server_settings, user_id="alice", embedder=embedder) as mm:  # reopened
+    with MemoryManager(server_settings, user_id="alice", embedder=embedder) as mm:  # another worker
         assert acme.id in {h.item.id for h in mm.search("Acme Corp", memory_types=["semantic"])}
-        alice = Filter(equals={"user_id": "alice"})
-        before = mm.bundle.vectors.count(MEMORY_COLLECTION, alice)
         counts = mm.forget_user("alice")
-        assert counts["graph:entities"] > 0 and counts[f"vectors:{MEMORY_COLLECTION}"] == before >= 2
-        assert mm.bundle.vectors.count(MEMORY_COLLECTION, alice) == 0
+        assert counts["graph:entities"] > 0 and counts["records:records"] == 2
+        assert mm.bundle.records.residue("alice") == {"records": 0, "history": 0}
         assert mm.bundle.graph.counts("alice") == {"entities": 0, "relations": 0, "mentions": 0}
         left = empty_neo4j.query("MATCH (n {user_id: $u}) RETURN count(n) AS total", u="alice")
         assert left == [{"total": 0}]
         assert mm.get(secret.id, user_id="bob").content == "Bob keeps a secret diary"
-        assert mm.bundle.vectors.count(MEMORY_COLLECTION, Filter(equals={"user_id": "bob"})) == 1
+    assert not server_settings.home.exists()
 
 
 def test_rag_pipeline_runs_on_qdrant_beside_the_memory_manager(server_settings, embedder):
@@ -80,7 +79,7 @@ def test_rag_pipeline_runs_on_qdrant_beside_the_memory_manager(server_settings, 
         MemoryManager(server_settings, user_id="alice", embedder=embedder) as mm,
         RAGPipeline(server_settings, namespace="kb", embedder=embedder) as rag,
     ):
-        assert rag.bundle is mm.bundle  # one set of server connections per data directory
+        assert rag.bundle is mm.bundle  # one set of server connections per deployment
         report = rag.add_text(GUIDE, document_id="guide")
         assert report.chunks >= 1 and rag.stats().vector_backend == "qdrant"
         hits = rag.search("password reset email").hits
@@ -88,7 +87,32 @@ def test_rag_pipeline_runs_on_qdrant_beside_the_memory_manager(server_settings, 
         answer = rag.ask("How is the password reset link sent?")
         assert answer.mode == "extractive" and answer.grounded
         assert "email within five minutes" in answer.answer
-        kb = Filter(equals={"namespace": "kb"})
-        assert rag.bundle.vectors.count(RAG_COLLECTION, kb) >= report.chunks  # a long chunk has passages
+        assert rag.store.store.residue("kb")["chunks"] == report.chunks
         assert rag.delete_document("guide") == report.chunks
-        assert rag.bundle.vectors.count(RAG_COLLECTION, kb) == 0
+        assert rag.store.store.residue("kb") == {"documents": 0, "chunks": 0}
+    assert not server_settings.home.exists()
+
+
+def test_two_workers_with_their_own_connections_share_one_memory(qdrant_url, qdrant_prefix, embedder, tmp_path):
+    def worker() -> MemoryManager:
+        return MemoryManager(
+            Settings(home=tmp_path / "never"),
+            user_id="alice",
+            embedder=embedder,
+            record_store=QdrantRecordStore(url=qdrant_url, prefix=qdrant_prefix),
+            graph_store=QdrantGraphStore(url=qdrant_url, prefix=qdrant_prefix),
+        )
+
+    with worker() as a, worker() as b:
+        fact = a.add("Alice lives in Paris", memory_type="semantic")
+        assert b.get(fact.id).content == "Alice lives in Paris"
+        b.update(fact.id, content="Alice lives in Rome")
+        assert a.get(fact.id).content == "Alice lives in Rome" and b.stats().entities > 0
+        mid = str(uuid.uuid4())
+        assert a.add("retry me", memory_type="episodic", memory_id=mid) == b.add(
+            "retry me", memory_type="episodic", memory_id=mid
+        )
+        b.forget_user("alice")
+        assert a.get_all() == [] and a.bundle.records.residue("alice") == {"records": 0, "history": 0}
+        assert a.bundle.graph.residue("alice") == {"graph_mentions": 0, "graph_relations": 0}
+    assert not (tmp_path / "never").exists()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,21 +14,9 @@ from hello_memory.stores.records import RecordStore
 from hello_memory.stores.sqlite import SQLiteRecordStore
 from hello_memory.stores.sqlite_lexical import scope_token
 from hello_memory.testing.record_store import RecordStoreContract
+from hello_memory.testing.residue import scan_qdrant
 
 DIM = 8
-
-
-def scan_qdrant(client: Any, needle: str) -> int:
-    """Points of every collection whose payload mentions ``needle`` (a full scan, no filter)."""
-    found = 0
-    for coll in client.get_collections().collections:
-        offset = None
-        while True:
-            points, offset = client.scroll(coll.name, limit=1024, offset=offset, with_payload=True)
-            found += sum(needle in json.dumps(p.payload, ensure_ascii=False) for p in points)
-            if offset is None:
-                break
-    return found
 
 
 class TestSQLiteRecordStore(RecordStoreContract):

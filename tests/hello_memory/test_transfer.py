@@ -1,0 +1,105 @@
+"""``hello-memory export --full`` / ``import``: a data directory to server mode and back, counts verified."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hello_memory import MemoryManager, Settings
+from hello_memory.cli import app
+from hello_memory.errors import EmbedderMismatchError, InvalidInputError, StoreError
+from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
+from hello_memory.transfer import export_lines, import_lines
+
+
+def _fill(mm: MemoryManager) -> dict[str, str]:
+    paris = mm.add("Alice lives in Paris", memory_type="semantic", importance=0.8)
+    mm.add("Alice lives in Rome", memory_type="semantic")  # supersedes Paris
+    turn = mm.add("Met Carol at the Berlin conference", memory_type="episodic", session_id="s1")
+    gone = mm.add("an old note", memory_type="episodic", importance=0.05)
+    mm.forget(strategy="importance_based", threshold=0.1, memory_types=["episodic"])
+    mm.update(turn.id, content="Met Carol and Dan at the Berlin conference")
+    mm.add("Bob likes tea", memory_type="semantic", user_id="bob")
+    return {"paris": paris.id, "turn": turn.id, "gone": gone.id}
+
+
+def _state(mm: MemoryManager, user: str) -> list[tuple[str, str, bool, list[str]]]:
+    items = mm.get_all(user_id=user, include_deleted=True)
+    return sorted(
+        (it.id, it.content, it.deleted_at is None, [h.event for h in mm.history(it.id, user_id=user)])
+        for it in items
+    )
+
+
+def test_a_data_directory_moves_to_server_mode_and_back(tmp_path: Path) -> None:
+    embedded = Settings(home=tmp_path / "home", embedder="tfidf")
+    with MemoryManager(embedded, user_id="alice") as mm:
+        ids = _fill(mm)
+        before = {u: _state(mm, u) for u in ("alice", "bob")}
+        dump = list(export_lines(mm))
+    assert json.loads(dump[0])["users"]["alice"]["memories"] == 4 and len(dump) == 6
+
+    server = Settings(home=tmp_path / "never", embedder="tfidf", qdrant_url=str(tmp_path / "qdrant"))
+    with MemoryManager(server, user_id="alice") as mm:
+        assert import_lines(mm, dump) == {"memories": 5, "reembedded": 0}  # the vectors travelled
+        assert import_lines(mm, dump)["memories"] == 5  # idempotent
+        assert {u: _state(mm, u) for u in ("alice", "bob")} == before
+        assert mm.get(ids["paris"]).superseded_by is not None
+        assert [h.item.id for h in mm.search("Berlin conference", limit=1)] == [ids["turn"]]
+        assert ids["gone"] not in {h.item.id for h in mm.search("old note")}
+        assert mm.stats().entities > 0  # graph links written in the target mode
+        back = list(export_lines(mm, vectors=False))
+    assert not (tmp_path / "never").exists()
+
+    with MemoryManager(Settings(home=tmp_path / "again", embedder="tfidf"), user_id="alice") as mm:
+        assert import_lines(mm, back)["reembedded"] == 4  # no vectors in the file: the 4 live ones embedded
+        assert {u: _state(mm, u) for u in ("alice", "bob")} == before
+        assert [h.item.id for h in mm.search("Berlin conference", limit=1)] == [ids["turn"]]
+
+
+def test_another_embedder_is_refused_unless_reembedding(tmp_path: Path) -> None:
+    with MemoryManager(Settings(home=tmp_path / "a", embedder="tfidf"), user_id="alice") as mm:
+        mm.add("Alice lives in Paris", memory_type="semantic")
+        dump = list(export_lines(mm))
+    other = DeterministicFakeEmbedder()
+    with MemoryManager(Settings(home=tmp_path / "b"), user_id="alice", embedder=other) as mm:
+        with pytest.raises(EmbedderMismatchError, match="--reembed"):
+            import_lines(mm, dump)
+        assert mm.get_all() == []  # nothing imported
+        assert import_lines(mm, dump, reembed=True) == {"memories": 1, "reembedded": 1}
+        assert [h.item.content for h in mm.search("Paris")] == ["Alice lives in Paris"]
+
+
+def test_a_truncated_or_foreign_file_is_refused(tmp_path: Path) -> None:
+    with MemoryManager(Settings(home=tmp_path / "a", embedder="tfidf"), user_id="alice") as mm:
+        for i in range(3):
+            mm.add(f"note {i}", memory_type="episodic")
+        dump = list(export_lines(mm))
+    with MemoryManager(Settings(home=tmp_path / "b", embedder="tfidf"), user_id="alice") as mm:
+        with pytest.raises(StoreError, match="does not match the export"):
+            import_lines(mm, dump[:-1])  # the last line lost in transit
+        with pytest.raises(InvalidInputError, match="not a hello-memory export"):
+            import_lines(mm, io.StringIO('{"content": "an old-style export line"}\n'))
+        with pytest.raises(InvalidInputError, match="line 3"):
+            import_lines(mm, [dump[0], dump[1], "{not json"])
+
+
+def test_the_command_line_moves_a_directory_to_server_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HELLO_MEMORY_EMBEDDER", "tfidf")
+    with MemoryManager(Settings(home=tmp_path / "home"), user_id="alice") as mm:
+        mm.add("Alice lives in Paris", memory_type="semantic")
+    runner = CliRunner()
+    out = tmp_path / "dump.jsonl"
+    done = runner.invoke(app, ["export", "--full", "--home", str(tmp_path / "home"), "-o", str(out)])
+    assert done.exit_code == 0 and "exported 1 memories" in done.output
+    monkeypatch.setenv("QDRANT_URL", str(tmp_path / "qdrant"))
+    done = runner.invoke(app, ["import", str(out)])
+    assert done.exit_code == 0 and "imported 1 memories, counts verified" in done.output
+    with MemoryManager(Settings(), user_id="alice") as mm:
+        assert [m.content for m in mm.get_all()] == ["Alice lives in Paris"] and mm.bundle.home is None
