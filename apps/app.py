@@ -57,7 +57,9 @@ def create_app(
 
     settings = settings or Settings()
     if home is not None:
-        settings = settings.model_copy(update={"home": Path(home)})
+        from hello_memory.runtime import resolve_home
+
+        settings = settings.model_copy(update={"home": resolve_home(home)})  # "" used to mean the cwd
     from hello_memory.discovery import service_url
 
     url = service_url(settings, server_url)
@@ -86,8 +88,9 @@ def check_port(host: str, port: int) -> None:
 def _check_home(settings: Settings | None, home: str | Path | None) -> None:
     """Without a live service for the data directory, another process must not hold it: say who does."""
     from hello_memory.discovery import check_home_free, find_service
+    from hello_memory.runtime import resolve_home
 
-    path = home if home is not None else (settings or Settings()).home
+    path = resolve_home(home if home is not None else (settings or Settings()).home)
     if find_service(path) is None:
         check_home_free(path)
 

@@ -16,9 +16,24 @@ if TYPE_CHECKING:
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="hello-memory: memory for LLM agents.")
 
+
+
+def _home(value: str | None) -> Path | None:
+    """``--home`` as an absolute path; an empty one is refused (it used to mean the current directory)."""
+    if value is None:
+        return None
+    from hello_memory.runtime import resolve_home
+
+    try:
+        return resolve_home(value)
+    except HelloMemoryError as e:
+        raise typer.BadParameter(str(e)) from e
+
+
 Home = Annotated[
     Path | None,
-    typer.Option("--home", help="data directory (default: HELLO_MEMORY_HOME or ./hello_memory_data)"),
+    typer.Option("--home", help="data directory (default: HELLO_MEMORY_HOME or ./hello_memory_data)",
+                 parser=_home, metavar="PATH"),
 ]
 User = Annotated[str, typer.Option("--user", "-u", help="user id")]
 Server = Annotated[

@@ -15,8 +15,9 @@ def run_demo(home: Path | None = None, *, server: str | None = None, api_key: st
     """
     from hello_memory import Settings
     from hello_memory.discovery import connect_memory
+    from hello_memory.runtime import resolve_home
 
-    settings = Settings() if home is None else Settings(home=home)
+    settings = Settings() if home is None else Settings(home=resolve_home(home))
     echo = typer.echo
     with connect_memory(settings, user_id="demo_user", server_url=server, api_key=api_key) as mm:
         mm.clear_all()

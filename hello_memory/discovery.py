@@ -153,8 +153,9 @@ def connect_memory(
         raise locked_home(settings.home) from e
 
 
-def locked_home(home: str | Path) -> StoreLockedError:
-    """The error of a client that found no live service for ``home`` and the directory locked.
+def locked_home(home: str | Path, *, serving: bool = False) -> StoreLockedError:
+    """The error of a client that found no live service for ``home`` and the directory locked
+    (``serving``: of ``hello-memory serve`` that cannot open it).
 
     It names the holder (:func:`~hello_memory.runtime.lock_holder`, with its command line where
     ``/proc`` shows it) and says what to do: serve the directory with ``hello-memory serve`` so that
@@ -165,7 +166,12 @@ def locked_home(home: str | Path) -> StoreLockedError:
     path = resolve_home(home)
     holder = lock_holder(path)
     who = describe_holder(holder) if holder else None
-    if who is not None and re.search(r"\bserve\b|apps\.service", who):
+    a_service = who is not None and re.search(r"\bserve\b|apps\.service", who) is not None
+    if serving and a_service:
+        hint = "a memory service already serves it: clients find it by themselves (or use --server URL)"
+    elif serving:
+        hint = "stop that process, then start the service again: the CLI, MCP and the app then share it"
+    elif a_service:
         hint = ("it looks like a memory service that does not answer for this directory (yet): retry in a "
                 "moment, or pass --server URL")
     else:

@@ -146,7 +146,9 @@ def serve(
     settings = settings or Settings()
     update: dict[str, Any] = {}
     if home is not None:
-        update["home"] = Path(home)
+        from hello_memory.runtime import resolve_home
+
+        update["home"] = resolve_home(home)  # typed errors for "", 5, a NUL ("" used to mean the cwd)
     if embedder is not None:
         update["embedder"] = embedder
     settings = settings.model_copy(update=update)

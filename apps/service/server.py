@@ -23,9 +23,10 @@ from apps.service.core import ServiceCore
 from apps.service.settings import ServiceSettings
 from hello_memory import Settings
 from hello_memory._lazy import require
-from hello_memory.discovery import remove_service_file, write_service_file
+from hello_memory.discovery import locked_home, remove_service_file, write_service_file
 from hello_memory.embedders.base import Embedder
-from hello_memory.errors import ServiceError
+from hello_memory.errors import ServiceError, StoreLockedError
+from hello_memory.runtime import resolve_home
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def serve(
     """
     settings = settings or Settings()
     if home is not None:
-        settings = settings.model_copy(update={"home": Path(home)})
+        settings = settings.model_copy(update={"home": resolve_home(home)})
     service = service or ServiceSettings()
     keys = KeyRing.from_settings(service)
     check_bind(service.host, keys)
@@ -112,7 +113,10 @@ def serve(
     uvicorn = require("uvicorn", "service")
     from apps.service.app import create_app
 
-    core = ServiceCore(settings, service, embedder=embedder)
+    try:
+        core = ServiceCore(settings, service, embedder=embedder)
+    except StoreLockedError as e:  # another process (perhaps another service): say which, and what to do
+        raise locked_home(settings.home, serving=True) from e
     try:
         if service.warm_up:
             core.warm_up()

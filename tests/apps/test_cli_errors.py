@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = "import sys{hide}; from apps.cli import main; sys.argv = ['hello-memory', *sys.argv[1:]]; main()"
 
@@ -59,3 +61,31 @@ def test_commands_that_embed_nothing_never_load_the_model(tmp_path):
                              env=env, capture_output=True, text=True, timeout=240)
         assert out.returncode == 0, (args, out.stderr[-2000:])
     assert "0 memories (1 forgotten" in out.stdout, out.stdout  # the forget ran, without the model
+
+
+def _cli_in(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HELLO_MEMORY_EMBEDDER": "tfidf", "GRADIO_ANALYTICS_ENABLED": "False"}
+    return subprocess.run([sys.executable, "-c", CLI.format(hide=""), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=240, input="")
+
+
+@pytest.mark.parametrize("command", [["stats"], ["add", "x"], ["search", "x"], ["export"], ["demo"], ["mcp"],
+                                     ["app", "--port", "0"], ["serve", "--port", "0"]])
+def test_an_empty_home_is_refused_and_the_current_directory_left_alone(tmp_path, command):
+    out = _cli_in(tmp_path, *command, "--home", "")
+    assert out.returncode == 2 and "home is empty" in out.stderr and "Traceback" not in out.stderr, out
+    assert list(tmp_path.iterdir()) == []  # it used to open (and fill) the current directory
+
+
+@pytest.mark.parametrize("home", ["", 5, "a\x00b"])
+def test_the_mcp_and_app_entry_points_refuse_a_hostile_home(tmp_path, home, monkeypatch):
+    from apps.app import create_app
+    from hello_memory.errors import InvalidInputError
+    from tools.mcp_server import serve as serve_mcp
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInputError, match="home"):
+        serve_mcp(home)
+    with pytest.raises(InvalidInputError, match="home"):
+        create_app(home=home)
+    assert list(tmp_path.iterdir()) == []

@@ -38,7 +38,8 @@ class LossyProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.rules: list[Rule] = []
-        self.seen: list[tuple[str, str, int]] = []  # (method, path, status from the service)
+        self.seen: list[tuple[str, str, int]] = []  # (method, path, status) the service answered
+        self.arrived: list[tuple[str, str]] = []  # (method, path) of every request, as it arrives
         self._lock = threading.Lock()
         self._client = httpx.Client(timeout=120)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -56,8 +57,12 @@ class LossyProxy:
         self.rules.append(Rule(method, path, "hold", 1, seconds))
 
     def count(self, method: str, path: str) -> int:
-        """How many ``method path`` requests reached the service."""
+        """How many ``method path`` requests the service answered."""
         return sum(1 for m, p, _ in self.seen if (m, p) == (method, path))
+
+    def sent(self, method: str, path: str) -> int:
+        """How many ``method path`` requests the client sent (counted as they arrive)."""
+        return self.arrived.count((method, path))
 
     def take_rule(self, method: str, path: str) -> Rule | None:
         with self._lock:
@@ -87,15 +92,16 @@ def _handler(proxy: LossyProxy) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _relay(self) -> None:
+            path = urlsplit(self.path).path
+            proxy.arrived.append((self.command, path))
+            rule = proxy.take_rule(self.command, path)  # by arrival: the n-th request gets the n-th rule
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
             response = proxy.forward(self.command, self.path, headers, body)
-            path = urlsplit(self.path).path
             if response is None:
                 self._reply(502, {"content-type": "text/plain"}, b"bad gateway: the service is down")
                 return
             proxy.seen.append((self.command, path, response.status_code))
-            rule = proxy.take_rule(self.command, path)
             if rule is not None and rule.before is not None:
                 rule.before()
             if rule is not None and rule.action == "drop":

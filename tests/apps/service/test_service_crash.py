@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 
 from service_runner import REPO, start_service
@@ -37,7 +38,10 @@ class Ledger:
     in_flight: dict[str, str] = field(default_factory=dict)  # id → what the call running now may set
     uncertain: dict[str, str] = field(default_factory=dict)  # ids an unacknowledged call may have changed
     adding: list[str] = field(default_factory=list)  # contents the add running now may store
+    adding_types: list[str] = field(default_factory=list)  # and their memory types
     maybe_added: set[str] = field(default_factory=set)  # contents unacknowledged adds may have stored
+    to_retry: list[tuple[list[dict], list[str]]] = field(default_factory=list)  # cut-off adds and their ids
+    retried: int = 0
     acked: int = 0
 
 
@@ -51,15 +55,18 @@ def _writes(url: str, ledger: Ledger, rng: random.Random, stop: threading.Event)
             try:
                 if op == "add" or (op in ("update", "remove") and not live):
                     ledger.adding = [f"memory {n} {rng.random()}"]
-                    item = mm.add(ledger.adding[0], memory_type=rng.choice(["episodic", "semantic"]))
+                    ledger.adding_types = [rng.choice(["episodic", "semantic"])]
+                    item = mm.add(ledger.adding[0], memory_type=ledger.adding_types[0])
                     ledger.memories[item.id] = item.content
                 elif op == "add_many":
-                    batch = [{"content": f"batch {n}.{k}", "memory_type": "episodic"} for k in range(4)]
+                    token = rng.randrange(10**9)
+                    batch = [{"content": f"batch {n}.{k} {token}", "memory_type": "episodic"} for k in range(4)]
                     ledger.adding = [b["content"] for b in batch]
+                    ledger.adding_types = [b["memory_type"] for b in batch]
                     for item in mm.add_many(batch):
                         ledger.memories[item.id] = item.content
                 elif op == "update":
-                    target, text = rng.choice(live), f"updated {n}"
+                    target, text = rng.choice(live), f"updated {n} {rng.randrange(10**9)}"
                     ledger.in_flight = {target: text}
                     ledger.memories[target] = mm.update(target, content=text).content
                 elif op == "remove":
@@ -73,15 +80,36 @@ def _writes(url: str, ledger: Ledger, rng: random.Random, stop: threading.Event)
                     ledger.documents[report.document_id] = text
                 ledger.in_flight, ledger.adding = {}, []
                 ledger.acked += 1
-            except HelloMemoryError:
+            except HelloMemoryError as e:
                 ledger.uncertain.update(ledger.in_flight)  # it may or may not have happened, forever
-                ledger.maybe_added.update(ledger.adding)
+                ids = getattr(e, "memory_ids", None)
+                if ledger.adding and isinstance(ids, list) and len(ids) == len(ledger.adding):
+                    pairs = zip(ledger.adding, ledger.adding_types, strict=True)
+                    specs = [{"content": c, "memory_type": t} for c, t in pairs]
+                    ledger.to_retry.append((specs, ids))  # retried after the restart: stored once
+                else:
+                    ledger.maybe_added.update(ledger.adding)
                 ledger.in_flight, ledger.adding = {}, []
                 return  # the service is gone: this call was not acknowledged
 
 
+def _retry_cut_off_adds(url: str, ledger: Ledger) -> None:
+    """Repeat every add the kill cut off, with the ids its error named: each is stored exactly once,
+    whether or not the first try had committed."""
+    with RemoteMemory(url, user_id=USER, timeout=30) as mm:
+        for specs, ids in ledger.to_retry:
+            items = mm.add_many([{**spec, "memory_id": i} for spec, i in zip(specs, ids, strict=True)])
+            assert [i.id for i in items] == ids and [i.content for i in items] == [s["content"] for s in specs]
+            ledger.memories.update({i.id: i.content for i in items})
+            ledger.retried += len(items)
+    ledger.to_retry = []
+
+
 def _check(mm: RemoteMemory, kb: RemoteRAG, ledger: Ledger) -> None:
-    stored = {i.id: i.content for i in mm.get_all()}
+    everything = mm.get_all()
+    stored = {i.id: i.content for i in everything}
+    twice = [c for c, k in Counter(i.content for i in everything).items() if k > 1]
+    assert not twice, f"stored twice: {twice}"  # every content written is unique
     for memory_id, content in ledger.memories.items():
         if memory_id in ledger.removed:
             assert memory_id not in stored, f"removed {memory_id} came back"
@@ -102,6 +130,7 @@ def test_sigkill_during_writes_loses_no_acknowledged_write(tmp_path):
     home, rng, ledger = tmp_path / "data", random.Random(20261201), Ledger()
     for _ in range(TRIALS):
         running = start_service(home)
+        _retry_cut_off_adds(running.url, ledger)
         stop = threading.Event()
         writer = threading.Thread(target=_writes, args=(running.url, ledger, rng, stop))
         acked, deadline = ledger.acked, time.monotonic() + 60
@@ -115,13 +144,15 @@ def test_sigkill_during_writes_loses_no_acknowledged_write(tmp_path):
         assert (home / SERVICE_FILE).exists()  # stale: the next start must replace it, clients ignore it
     running = start_service(home)
     try:
+        _retry_cut_off_adds(running.url, ledger)
         with RemoteMemory(running.url, user_id=USER) as mm, RemoteRAG(running.url, namespace="crash") as kb:
             _check(mm, kb, ledger)
     finally:
         assert running.stop() == 0, running.output()
     assert ledger.acked > 2 * TRIALS
     print(f"{TRIALS} SIGKILLs: {ledger.acked} acknowledged writes, {len(ledger.memories)} memories "
-          f"({len(ledger.removed)} removed), {len(ledger.documents)} documents verified")
+          f"({len(ledger.removed)} removed, {ledger.retried} from cut-off adds retried), "
+          f"{len(ledger.documents)} documents verified")
     with MemoryManager(Settings(home=home, embedder="tfidf")) as mm, \
             RAGPipeline(Settings(home=home, embedder="tfidf"), namespace="crash") as kb:
         assert memory_problems(mm.bundle.home, mm.bundle.vectors) == []

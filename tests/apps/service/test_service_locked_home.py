@@ -70,6 +70,14 @@ def test_a_held_home_without_a_service_names_its_holder_and_the_fix(held, comman
     _says_who_and_what_to_do(out.stderr, home, pid)
 
 
+def test_serve_on_a_held_home_names_the_holder_and_says_to_stop_it(held):
+    home, pid = held
+    out = _run(*CLI, "serve", "--home", str(home), "--port", "0")
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out
+    assert f"held by pid {pid}: " in out.stderr and MARK in out.stderr and SECRET not in out.stderr
+    assert "stop that process, then start the service again" in out.stderr
+
+
 def test_the_library_and_the_apps_sessions_say_the_same(held):
     home, pid = held
     settings = Settings(home=home, embedder="tfidf")

@@ -136,6 +136,8 @@ def test_a_second_service_on_a_served_home_is_one_clear_error(service):
                              "--embedder", "tfidf"], cwd=REPO, capture_output=True, text=True, timeout=120,
                             env=service_env())
     assert result.returncode == 2 and "in use by another process" in result.stderr
+    assert f"held by pid {service.proc.pid}: " in result.stderr
+    assert "a memory service already serves it" in result.stderr
     assert "Traceback" not in result.stderr
     assert read_service_file(service.home).pid == service.proc.pid  # the running one is still advertised
 

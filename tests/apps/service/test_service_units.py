@@ -12,7 +12,7 @@ from service_runner import REPO
 
 from apps.service.auth import KeyRing, check_bind, is_loopback, read_keys_file
 from apps.service.routes_documents import upload_name
-from apps.service.server import advertised_url
+from apps.service.server import advertised_url, serve
 from apps.service.settings import KeyGrant, ServiceSettings
 from hello_memory import errors as E
 from hello_memory.wire import ERROR_CODES, ErrorBody, decode, encode
@@ -179,3 +179,9 @@ def test_the_cli_starts_without_loading_the_stores():
             "if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+@pytest.mark.parametrize("home", [5, "", "  ", "a\x00b", b"/tmp/x"], ids=["int", "empty", "blank", "nul", "bytes"])
+def test_serve_refuses_a_hostile_home_before_opening_anything(home):
+    with pytest.raises(E.InvalidInputError, match="home"):  # "" used to serve the current directory
+        serve(home=home)
