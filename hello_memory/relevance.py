@@ -80,10 +80,11 @@ class Floor:
     lexical: float
 
 
-# Cosine and lexical evidence of the relevance floor, by embedder name prefix. e5: 0.82, what the
-# cross-validation folds of LoCoMo and LongMemEval chose (MADial zh's chose 0.84, MADial en's tie),
-# at a cost of half a point of answerable recall against no floor (BENCHMARKS.md, "The relevance
-# floor"); unrelated short texts reach 0.78-0.81 with e5-small, a paraphrase 0.82-0.86. The hashed
+# Cosine and lexical evidence of the relevance floor, by embedder name prefix. e5: 0.82, the largest
+# cosine every cross-validation fold of LoCoMo and LongMemEval admitted within its one-point budget
+# (0.84 costs ~0.95 points there and two folds of each rejected it), at a cost of 0.2-0.5 points of
+# answerable recall against no floor (BENCHMARKS.md, "The relevance floor"); unrelated short texts
+# reach 0.78-0.81 with e5-small, a paraphrase 0.82-0.86. The hashed
 # TF-IDF embedder's cosine is itself lexical: one shared word of a five-word query gives 0.18-0.27,
 # a matching memory 0.6-0.7 (set by hand on such pairs). The fake test embedder's cosines carry no
 # meaning (only identical texts match), so like any uncalibrated embedder it gets no dense floor:
