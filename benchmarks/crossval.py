@@ -72,7 +72,7 @@ def parse_sweep(specs: Sequence[str]) -> tuple[Setting, ...]:
 
     Example:
         >>> parse_sweep(["time_weight=0,0.3"])
-        (Setting(name='time_weight', values=(0.0, 0.3), off=0.0, objective='headline'),)
+        (Setting(name='time_weight', values=(0, 0.3), off=0.0, objective='headline'),)
     """
     known = {s.name: s for s in SWEEP}
     out = []
