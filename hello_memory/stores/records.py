@@ -41,7 +41,13 @@ Semantics every backend keeps:
   atomic write (Qdrant: the memory's point). One whose ``keeps_vectors`` is false ignores it; the
   caller writes vectors to a :class:`~hello_memory.stores.base.VectorStore` under a pending marker.
 
-Inventory of what the core asks of records today (``records.*`` and raw ``conn`` use in
+Where the core stands (issue 19, phase B): its reads call the protocol (``read``, ``scan``,
+``record_access``, ``stats``, ``users``) in both modes; server mode writes through ``apply`` /
+``mark`` / ``settle`` / ``delete`` (:mod:`hello_memory.record_writes`), while the embedded write
+path keeps its SQLite transactions around the index writes (:mod:`hello_memory.journal`), which
+give it all-or-nothing writes across SQLite and the vector index that ``apply`` alone cannot.
+
+Inventory of what the core asked of records before phase B (``records.*`` and raw ``conn`` use in
 ``indexing``, ``lifecycle``, ``retrieval``, ``semantic``, ``manager``, ``runtime``) and its place
 in this protocol:
 
