@@ -57,10 +57,10 @@ def create_app(
 
     settings = settings or Settings()
     if home is not None:
-        from hello_memory.runtime import resolve_home
+        from hello_memory.stores.open import resolve_home
 
         settings = settings.model_copy(update={"home": resolve_home(home)})  # "" used to mean the cwd
-    from hello_memory.discovery import service_url
+    from hello_memory.client.discovery import service_url
 
     url = service_url(settings, server_url)
     factory = AssistantFactory(settings, embedder=embedder, llm=llm, server_url=url, api_key=api_key)
@@ -87,8 +87,8 @@ def check_port(host: str, port: int) -> None:
 
 def _check_home(settings: Settings | None, home: str | Path | None) -> None:
     """Without a live service for the data directory, another process must not hold it: say who does."""
-    from hello_memory.discovery import check_home_free, find_service
-    from hello_memory.runtime import resolve_home
+    from hello_memory.client.discovery import check_home_free, find_service
+    from hello_memory.stores.open import resolve_home
 
     path = resolve_home(home if home is not None else (settings or Settings()).home)
     if find_service(path) is None:

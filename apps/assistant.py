@@ -82,7 +82,7 @@ class LearningAssistant(MemoryOps):
         llm: LLM client; built from settings when omitted (none configured = extractive answers).
         session_id: id stamped on this session's memories (a new one when omitted).
         memory / rag: the learner's memory and knowledge base (e.g. the clients of a memory service,
-            :class:`~hello_memory.remote.RemoteMemory` and :class:`~rag.remote.RemoteRAG`); opened on
+            :class:`~hello_memory.client.remote.RemoteMemory` and :class:`~rag.remote.RemoteRAG`); opened on
             the data directory when omitted. The assistant closes them.
 
     Raises:

@@ -58,7 +58,7 @@ class AssistantFactory:
         settings: the app's configuration (data directory, embedder, LLM).
         embedder / llm: injected components; built from ``settings`` when omitted.
         server_url / api_key: a memory service whose memories and knowledge bases the assistants use
-            (:class:`~hello_memory.remote.RemoteMemory`, :class:`~rag.remote.RemoteRAG`) instead of
+            (:class:`~hello_memory.client.remote.RemoteMemory`, :class:`~rag.remote.RemoteRAG`) instead of
             opening the data directory.
     """
 
@@ -88,7 +88,7 @@ class AssistantFactory:
             return self.llm.name if self.llm is not None else None
         with self._lock:
             if self._service_llm is None:
-                from hello_memory.remote import RemoteMemory
+                from hello_memory.client.remote import RemoteMemory
 
                 try:
                     with RemoteMemory(self.server_url, api_key=self._api_key) as probe:
@@ -114,7 +114,7 @@ class AssistantFactory:
             return current
         session.close()
         if self.server_url is not None:
-            from hello_memory.remote import RemoteMemory
+            from hello_memory.client.remote import RemoteMemory
             from rag.remote import RemoteRAG
 
             la = LearningAssistant(
@@ -135,7 +135,7 @@ class AssistantFactory:
         try:
             return LearningAssistant(uid, self.settings, embedder=self.embedder, llm=self.llm)
         except StoreLockedError as e:
-            from hello_memory.discovery import locked_home
+            from hello_memory.client.discovery import locked_home
 
             raise locked_home(self.settings.home) from e
 

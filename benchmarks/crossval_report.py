@@ -21,7 +21,7 @@ def setting_defaults(system: Any, sweep: Sequence[Setting]) -> dict[str, Any]:
     for s in sweep:
         value = getattr(settings, s.name)
         if s.name in ("floor_cosine", "floor_lexical") and value is None:  # the embedder's calibration
-            from hello_memory.relevance import calibrated_floor
+            from hello_memory.core.relevance import calibrated_floor
 
             value = getattr(calibrated_floor(system._shared_embedder(settings).name), s.name.split("_")[1])
         out[s.name] = value

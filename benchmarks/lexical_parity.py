@@ -28,13 +28,13 @@ from benchmarks.datasets import load_task
 from benchmarks.datasets.base import RetrievalTask
 from benchmarks.evaluation import evaluate
 from benchmarks.runner import default_depth
+from hello_memory.language.text import lexical_tokens
 from hello_memory.models import MemoryItem, MemoryType
-from hello_memory.stores.qdrant_records import QdrantRecordStore
-from hello_memory.stores.records import RecordStore, RecordWrite
+from hello_memory.stores.records.base import RecordStore, RecordWrite
+from hello_memory.stores.records.qdrant import QdrantRecordStore
+from hello_memory.stores.records.sqlite import SQLiteRecordStore
 from hello_memory.stores.sparse import LexicalEncoder
-from hello_memory.stores.sqlite import SQLiteRecordStore
 from hello_memory.testing.record_lexical import top_k_overlap
-from hello_memory.text import lexical_tokens
 
 _EPOCH = datetime(2023, 1, 1, tzinfo=timezone.utc)
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -71,7 +71,7 @@ def _in_process(home: Path, queries: list[str]) -> dict[str, float]:
 
 
 def _start(home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    from hello_memory.discovery import find_service
+    from hello_memory.client.discovery import find_service
 
     proc = subprocess.Popen([sys.executable, "-m", "apps.service", "--home", str(home), "--port", "0"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -89,7 +89,7 @@ def _remote(url: str, queries: list[str]) -> dict[str, dict[str, float]]:
     """Per search: client latency, the service's time and its library call's (Server-Timing), differences."""
     import httpx
 
-    from hello_memory.remote import RemoteMemory
+    from hello_memory.client.remote import RemoteMemory
 
     seen: list[float] = []
     ops: list[float] = []
@@ -118,7 +118,7 @@ def _remote(url: str, queries: list[str]) -> dict[str, dict[str, float]]:
 
 
 def _client(url: str, kind: str, n: int, seed: int, out: Any) -> None:
-    from hello_memory.remote import RemoteMemory
+    from hello_memory.client.remote import RemoteMemory
 
     queries = synthetic_texts(n, seed=seed)
     with RemoteMemory(url, user_id=f"bench-{seed}") as mm:

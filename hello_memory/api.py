@@ -1,7 +1,7 @@
 """``MemoryAPI``: the contract of :class:`~hello_memory.MemoryManager` and of its remote client.
 
 Code written against this protocol runs unchanged in process (``MemoryManager``) or against a
-memory service (:class:`~hello_memory.remote.RemoteMemory`, ``hello-memory serve``): the same
+memory service (:class:`~hello_memory.client.remote.RemoteMemory`, ``hello-memory serve``): the same
 method names, arguments, return types (the pydantic models of :mod:`hello_memory.models`) and
 errors (the :class:`~hello_memory.errors.HelloMemoryError` subclasses). Switching is one line.
 

@@ -22,7 +22,7 @@ def _home(value: str | None) -> Path | None:
     """``--home`` as an absolute path; an empty one is refused (it used to mean the current directory)."""
     if value is None:
         return None
-    from hello_memory.runtime import resolve_home
+    from hello_memory.stores.open import resolve_home
 
     try:
         return resolve_home(value)
@@ -53,7 +53,7 @@ def _manager(
     home: Path | None, user: str, server: str | None = None, api_key: str | None = None
 ) -> MemoryAPI:
     from hello_memory import Settings
-    from hello_memory.discovery import connect_memory
+    from hello_memory.client.discovery import connect_memory
 
     settings = Settings() if home is None else Settings(home=home)
     return connect_memory(settings, user_id=user, server_url=server, api_key=api_key, enable_perceptual=True)
@@ -172,7 +172,7 @@ def export(
     try:
         if full:  # on the stores themselves: QDRANT_URL / NEO4J_URI, or --home
             from hello_memory import MemoryManager, Settings
-            from hello_memory.transfer import export_lines
+            from hello_memory.core.transfer import export_lines
 
             with MemoryManager(Settings() if home is None else Settings(home=home)) as mm:
                 lines = list(export_lines(mm, vectors=vectors))
@@ -204,7 +204,7 @@ def import_(
 ) -> None:
     """Import a ``--full`` export into the configured stores (QDRANT_URL / NEO4J_URI, or --home); idempotent."""
     from hello_memory import MemoryManager, Settings
-    from hello_memory.transfer import import_lines
+    from hello_memory.core.transfer import import_lines
 
     try:
         with (
@@ -236,7 +236,7 @@ def reindex(
     memories' records: it repairs a worker killed between the record and the graph write.
     """
     from hello_memory import MemoryManager, Settings
-    from hello_memory.reindex import rebuild_graph
+    from hello_memory.core.reindex import rebuild_graph
 
     if not graph:
         typer.secho("error: say what to rebuild: --graph", fg=typer.colors.RED, err=True)

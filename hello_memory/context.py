@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.errors import InvalidInputError
+from hello_memory.language.text import estimate_tokens
 from hello_memory.models import MemoryItem, ScoredMemory
-from hello_memory.text import estimate_tokens
 from hello_memory.validation import check_budget, check_score
 
 if TYPE_CHECKING:

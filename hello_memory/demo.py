@@ -14,8 +14,8 @@ def run_demo(home: Path | None = None, *, server: str | None = None, api_key: st
     Runs through a memory service when ``server`` is given or one owns the data directory.
     """
     from hello_memory import Settings
-    from hello_memory.discovery import connect_memory
-    from hello_memory.runtime import resolve_home
+    from hello_memory.client.discovery import connect_memory
+    from hello_memory.stores.open import resolve_home
 
     settings = Settings() if home is None else Settings(home=resolve_home(home))
     echo = typer.echo

@@ -16,8 +16,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hello_memory import indexing, lifecycle, recovery, reports, retrieval
-from hello_memory import items as _items
+from hello_memory.core import items as _items
+from hello_memory.core import lifecycle, recovery, reports, retrieval
+from hello_memory.core import writes as indexing
 from hello_memory.embedders.base import Embedder
 from hello_memory.errors import IndexPendingError, InvalidInputError, NotFoundError
 from hello_memory.llm.base import LLMClient
@@ -31,10 +32,11 @@ from hello_memory.models import (
     ScoredMemory,
     utcnow,
 )
-from hello_memory.runtime import StoreBundle, acquire, check_components, release, resolve_home
 from hello_memory.settings import Settings
-from hello_memory.stores.base import GraphStore, VectorStore
-from hello_memory.stores.records import RecordQuery, RecordStore
+from hello_memory.stores.graph.base import GraphStore
+from hello_memory.stores.open import StoreBundle, acquire, check_components, release, resolve_home
+from hello_memory.stores.records.base import RecordQuery, RecordStore
+from hello_memory.stores.vectors.base import VectorStore
 from hello_memory.validation import check_flag, check_id, check_limit, check_memory_type
 
 logger = logging.getLogger(__name__)
@@ -51,7 +53,7 @@ class MemoryManager:
         embedder: text embedder; built from settings when omitted (offline e5 by default).
         vector_store / graph_store / record_store: injected stores (a private bundle, not shared
             in-process). A ``record_store`` that keeps vectors (``QdrantRecordStore``) means server
-            mode, as ``QDRANT_URL`` does: no data directory (see :mod:`hello_memory.server_stores`).
+            mode, as ``QDRANT_URL`` does: no data directory (see :mod:`hello_memory.stores.open_server`).
         llm: LLM client for extraction and consolidation summaries; none = offline rules.
     """
 
@@ -240,9 +242,9 @@ class MemoryManager:
         """One ranked list across tiers by final score, each hit with its score breakdown.
 
         ``query`` is a string or the conversation so far (``[{"role": "user", "content": ...}, ...]``
-        or ``(role, content)`` pairs): its human turns become the query (see :mod:`hello_memory.queries`).
+        or ``(role, content)`` pairs): its human turns become the query (see :mod:`hello_memory.language.queries`).
         Times the query names ("yesterday", "three weeks ago", "上周二") are resolved against
-        ``reference_time``, the moment it is asked (default: now; see :mod:`hello_memory.timeref`):
+        ``reference_time``, the moment it is asked (default: now; see :mod:`hello_memory.language.timeref`):
         memories made then are preferred by ``Settings.time_weight``, unlike ``time_range``, which
         excludes everything outside it.
         """
@@ -278,7 +280,7 @@ class MemoryManager:
 
         All-or-nothing: when the vector index or the graph cannot take the change, the memory stays
         exactly as it was (old content searchable, no history entry) and ``StoreError`` is raised;
-        the caller can simply retry. See :mod:`hello_memory.journal` for why an update rolls back
+        the caller can simply retry. See :mod:`hello_memory.core.journal` for why an update rolls back
         rather than reporting "committed, index pending" (which only deletions do).
         """
         uid = self._user(user_id)

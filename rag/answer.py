@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 from hello_memory.context import quote
 from hello_memory.errors import LLMError
+from hello_memory.language.text import detect_language, estimate_tokens, lexical_tokens
 from hello_memory.llm.base import LLMClient
-from hello_memory.text import detect_language, estimate_tokens, lexical_tokens
 from rag.models import ChunkHit, Citation, Extract
 
 NOT_FOUND = {

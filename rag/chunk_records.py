@@ -1,4 +1,4 @@
-"""The :class:`~hello_memory.stores.chunks.ChunkStore` protocol on the embedded ``rag.db``.
+"""The :class:`~hello_memory.stores.chunks.base.ChunkStore` protocol on the embedded ``rag.db``.
 
 :class:`SQLiteChunkRecords` is :class:`~rag.store.SQLiteChunkStore` plus the protocol's calls, built
 on its existing statements (which ``rag.indexer`` keeps calling until it moves onto the protocol).
@@ -9,7 +9,7 @@ caller, which then settles the marker.
 Example:
     >>> import tempfile, uuid
     >>> from datetime import datetime, timezone
-    >>> from hello_memory.stores.chunks import ChunkRecord, DocumentRecord
+    >>> from hello_memory.stores.chunks.base import ChunkRecord, DocumentRecord
     >>> store = SQLiteChunkRecords(tempfile.mkdtemp() + "/rag.db")
     >>> doc = DocumentRecord("docs", "guide", None, "Guide", "md", 1, 5, datetime.now(timezone.utc))
     >>> chunk = ChunkRecord(str(uuid.uuid4()), "docs", "guide", 0, "Install with pip.", 0, 17, "Guide", "en", 5)
@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from hello_memory.errors import InvalidInputError
-from hello_memory.stores.chunks import ChunkRecord, DocumentRecord, PendingDocument
-from hello_memory.stores.records import PendingOp
-from hello_memory.stores.vectors import is_canonical_uuid
-from hello_memory.text import lexical_tokens
+from hello_memory.language.text import lexical_tokens
+from hello_memory.stores.chunks.base import ChunkRecord, DocumentRecord, PendingDocument
+from hello_memory.stores.records.base import PendingOp
+from hello_memory.stores.vectors.rules import is_canonical_uuid
 from rag.models import DocumentInfo
 from rag.store import SQLiteChunkStore
 

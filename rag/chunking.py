@@ -8,7 +8,7 @@ whitespace), then ``；;``, then line breaks, then commas, then between tokens, 
 the budget. Each chunk after the first of a section starts with at most ``overlap_tokens`` of the
 previous chunk's tail, cut at the coarsest boundary available.
 
-Everything is computed on the token spans of :func:`hello_memory.text.iter_token_spans`, and
+Everything is computed on the token spans of :func:`hello_memory.language.text.iter_token_spans`, and
 every chunk starts at a token start and ends at a token end, so offsets are exact and the token
 count of a slice is the number of spans in it. Runs longer than 64 characters (a base64 blob, a
 minified line) are counted as one token per 64 characters, which keeps chunks of such text
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from hello_memory.errors import InvalidInputError
-from hello_memory.text import estimate_tokens, iter_token_spans
+from hello_memory.language.text import estimate_tokens, iter_token_spans
 from rag.markdown import parse_blocks
 
 # Boundary levels before a token, coarsest first; splitting and overlap prefer lower levels.

@@ -9,7 +9,7 @@ and audio yield their metadata through exiftool, offline; OCR, captions and tran
 need a cloud service and are never called.
 
 The text is NFKC-normalised (full-width punctuation kept, see
-:func:`hello_memory.text.normalize_text`): PDF text often spells 文 as the Kangxi radical U+2F42.
+:func:`hello_memory.language.text.normalize_text`): PDF text often spells 文 as the Kangxi radical U+2F42.
 
 Every failure is a :class:`~hello_memory.errors.ConversionError` naming the reason, and the extra
 to install when a dependency is missing.
@@ -39,7 +39,7 @@ from typing import Any
 
 from hello_memory._lazy import require
 from hello_memory.errors import ConversionError, MissingDependencyError
-from hello_memory.text import normalize_text
+from hello_memory.language.text import normalize_text
 from rag.markdown import parse_blocks, recover_headings
 
 __all__ = ["ConvertedDocument", "convert", "recover_headings"]

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from hello_memory.errors import LLMError
+from hello_memory.language.text import detect_language, lexical_tokens
 from hello_memory.llm.base import LLMClient
-from hello_memory.text import detect_language, lexical_tokens
 from rag.models import Expansion
 
 logger = logging.getLogger(__name__)

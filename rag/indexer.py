@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hello_memory.errors import ConversionError, InvalidInputError, StoreError
-from hello_memory.stores.base import Filter, VectorPoint
-from hello_memory.text import detect_language, lexical_tokens
+from hello_memory.language.text import detect_language, lexical_tokens
+from hello_memory.stores.vectors.base import Filter, VectorPoint
 from rag import server_index
 from rag.models import DocumentInfo, IngestReport
 from rag.passages import (

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hello_memory.text import iter_token_spans
+from hello_memory.language.text import iter_token_spans
 
 PASSAGE_TOKENS = 128  # estimated tokens (a CJK character or a word each) per embedded passage
 MAX_PASSAGES = 16  # per chunk: a longer chunk gets longer passages
@@ -97,7 +97,7 @@ def passages(text: str) -> list[str]:
         >>> passages("short chunk")
         ['short chunk']
         >>> parts = passages("First sentence here. " * 100)
-        >>> from hello_memory.text import estimate_tokens
+        >>> from hello_memory.language.text import estimate_tokens
         >>> len(parts) > 1 and all(estimate_tokens(t) <= PASSAGE_TOKENS for t in parts)
         True
         >>> [len(p) for p in passages("x" * 300_000)]  # one unbroken run: bounded work

@@ -16,14 +16,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from hello_memory.core.relevance import dense_floor, fuse
 from hello_memory.embedders.base import Embedder
 from hello_memory.errors import InvalidInputError, NotFoundError, StoreError
+from hello_memory.language.text import lexical_tokens, normalize_text
 from hello_memory.llm.base import LLMClient
-from hello_memory.relevance import dense_floor, fuse
-from hello_memory.runtime import StoreBundle, acquire, check_components, release, resolve_home
 from hello_memory.settings import Settings
-from hello_memory.stores.base import VectorStore
-from hello_memory.text import lexical_tokens, normalize_text
+from hello_memory.stores.open import StoreBundle, acquire, check_components, release, resolve_home
+from hello_memory.stores.vectors.base import VectorStore
 from hello_memory.validation import (
     check_budget,
     check_id,
@@ -122,7 +122,7 @@ class RAGPipeline:
         if bundle.home is None:  # server mode: one chunk store per embedder (a mismatch is refused)
             key = f"rag:{self.embedder.name}:{self.embedder.dimension}"
             if key not in bundle.extras:
-                from hello_memory.stores.qdrant_chunks import QdrantChunkStore
+                from hello_memory.stores.chunks.qdrant import QdrantChunkStore
 
                 client = getattr(bundle.records, "client", None)
                 if client is None:

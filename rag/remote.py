@@ -24,8 +24,8 @@ from urllib.parse import quote
 
 from pydantic import SecretStr, TypeAdapter
 
+from hello_memory.client.transport import DEFAULT_TIMEOUT, Transport
 from hello_memory.errors import ConversionError
-from hello_memory.transport import DEFAULT_TIMEOUT, Transport
 from hello_memory.validation import check_id, check_progress
 from hello_memory.wire import Count
 from rag.convert import _check_file

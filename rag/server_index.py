@@ -1,4 +1,4 @@
-"""RAG in server mode: documents and chunks in Qdrant (:class:`~hello_memory.stores.qdrant_chunks.QdrantChunkStore`).
+"""RAG in server mode: documents and chunks in Qdrant (:class:`~hello_memory.stores.chunks.qdrant.QdrantChunkStore`).
 
 Each chunk is one point holding its fields, its passages' vectors (one multivector compared with
 ``MAX_SIM``: the best passage's cosine, as in embedded mode) and its sparse lexical vector, so a
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hello_memory.errors import StoreError
-from hello_memory.stores.chunks import ChunkRecord, DocumentRecord
-from hello_memory.stores.records import PendingOp
+from hello_memory.stores.chunks.base import ChunkRecord, DocumentRecord
+from hello_memory.stores.records.base import PendingOp
 from rag.models import DocumentInfo
 from rag.passages import ChunkRef, embed_text, of_chunks
 
 if TYPE_CHECKING:
-    from hello_memory.stores.qdrant_chunks import QdrantChunkStore
+    from hello_memory.stores.chunks.qdrant import QdrantChunkStore
     from rag.chunking import Chunk
     from rag.pipeline import RAGPipeline
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from hello_memory.errors import StoreError
-from hello_memory.stores.sqlite import fts_tokens, scope_token
+from hello_memory.stores.records.sqlite import fts_tokens, scope_token
 from hello_memory.stores.sqlite_base import SQLiteDatabase
 from rag.models import DocumentInfo
 
@@ -172,7 +172,7 @@ class SQLiteChunkStore(SQLiteDatabase):
     def scrub(self) -> None:
         """Remove deleted chunks from the file itself: rebuild the FTS5 index, truncate the WAL.
 
-        See :meth:`hello_memory.stores.sqlite.SQLiteRecordStore.scrub`.
+        See :meth:`hello_memory.stores.records.sqlite.SQLiteRecordStore.scrub`.
         """
         with self._lock:
             try:

@@ -112,8 +112,8 @@ def _remote(
     url: str, api_key: str | None, user_id: str, namespace: str, rag: bool
 ) -> tuple[MemoryAPI, RAGAPI | None]:
     """Clients of the memory service at ``url`` (with a key, the default user is the key's own)."""
-    from hello_memory.discovery import DEFAULT_USER
-    from hello_memory.remote import RemoteMemory
+    from hello_memory.client.discovery import DEFAULT_USER
+    from hello_memory.client.remote import RemoteMemory
     from rag.remote import RemoteRAG
 
     user = None if (api_key and user_id == DEFAULT_USER) else user_id
@@ -146,14 +146,14 @@ def serve(
     settings = settings or Settings()
     update: dict[str, Any] = {}
     if home is not None:
-        from hello_memory.runtime import resolve_home
+        from hello_memory.stores.open import resolve_home
 
         update["home"] = resolve_home(home)  # typed errors for "", 5, a NUL ("" used to mean the cwd)
     if embedder is not None:
         update["embedder"] = embedder
     settings = settings.model_copy(update=update)
     roots = list(allowed_roots) if allowed_roots else [Path.cwd()]
-    from hello_memory.discovery import locked_home, service_url
+    from hello_memory.client.discovery import locked_home, service_url
 
     url = service_url(settings, server_url)
     memory, pipeline = _remote(url, api_key, user_id, namespace, rag) if url else (None, None)

@@ -23,11 +23,11 @@ from hello_memory.api import MemoryAPI
 from hello_memory.context import ContextBlock
 from hello_memory.embedders.base import Embedder
 from hello_memory.errors import InvalidInputError
+from hello_memory.language.text import estimate_tokens
 from hello_memory.llm.base import LLMClient
 from hello_memory.manager import MemoryManager
 from hello_memory.models import MemoryType
 from hello_memory.settings import Settings
-from hello_memory.text import estimate_tokens
 from hello_memory.validation import check_id
 from tools import memory_models as m
 from tools.base import Action, Tool

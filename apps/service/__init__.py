@@ -1,7 +1,7 @@
 """The memory service (``hello-memory serve``): the MemoryManager and RAGPipeline API over HTTP.
 
 One process owns a data directory; the app, the CLI, MCP clients and agents in any language share
-it through this service (Python: :class:`hello_memory.remote.RemoteMemory`,
+it through this service (Python: :class:`hello_memory.client.remote.RemoteMemory`,
 :class:`rag.remote.RemoteRAG`). Needs the ``service`` extra (FastAPI, uvicorn).
 """
 

@@ -31,7 +31,7 @@ from apps.service.core import ServiceCore
 from apps.service.deps import ServiceState
 from apps.service.limits import BodyLimit, ServerTiming
 from hello_memory import __version__
-from hello_memory.discovery import home_id
+from hello_memory.client.discovery import home_id
 from hello_memory.errors import HelloMemoryError, InvalidInputError, NotFoundError
 from hello_memory.wire import ErrorBody, ErrorDetail, encode
 

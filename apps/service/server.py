@@ -23,10 +23,10 @@ from apps.service.core import ServiceCore
 from apps.service.settings import ServiceSettings
 from hello_memory import Settings
 from hello_memory._lazy import require
-from hello_memory.discovery import locked_home, remove_service_file, write_service_file
+from hello_memory.client.discovery import locked_home, remove_service_file, write_service_file
 from hello_memory.embedders.base import Embedder
 from hello_memory.errors import ServiceError, StoreLockedError
-from hello_memory.runtime import resolve_home
+from hello_memory.stores.open import resolve_home
 
 logger = logging.getLogger(__name__)
 

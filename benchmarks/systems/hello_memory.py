@@ -20,7 +20,7 @@ from typing import Any
 from benchmarks.datasets.base import Doc, Query
 from benchmarks.systems.base import SystemContext, SystemUnavailableError
 from benchmarks.systems.views import ASSISTANT_SPEAKERS, chat_messages
-from hello_memory.stores.sqlite_lexical import TURN_EVENT_TYPE
+from hello_memory.stores.records.sqlite_lexical import TURN_EVENT_TYPE
 
 PROFILES: dict[str, dict[str, Any]] = {
     "default": {},

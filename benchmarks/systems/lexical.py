@@ -1,4 +1,4 @@
-"""BM25 (bm25s) over :func:`hello_memory.text.lexical_tokens`: stemmed English, jieba + bigrams."""
+"""BM25 (bm25s) over :func:`hello_memory.language.text.lexical_tokens`: stemmed English, jieba + bigrams."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hello_memory.text import lexical_tokens
+from hello_memory.language.text import lexical_tokens
 
 
 class BM25Index:

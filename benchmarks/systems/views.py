@@ -73,7 +73,7 @@ def query_text(query: Query, view: str) -> str:
     ``text`` is the query as given; for dialogue queries (``Query.turns``) ``turns`` joins the
     turns without role markup, ``user_turns`` keeps only turns not spoken by the assistant, and
     ``conversation`` is exactly the text ``MemoryManager.search`` makes of the dialogue's chat
-    messages (:func:`hello_memory.queries.conversation_query`), so a baseline given it compares
+    messages (:func:`hello_memory.language.queries.conversation_query`), so a baseline given it compares
     retrieval with the product, not query formatting.
     """
     if view not in QUERY_VIEWS:
@@ -82,7 +82,7 @@ def query_text(query: Query, view: str) -> str:
         return query.text
     if view == "conversation":
         from hello_memory.errors import InvalidInputError
-        from hello_memory.queries import conversation_query
+        from hello_memory.language.queries import conversation_query
 
         try:
             return conversation_query(chat_messages(query))

@@ -13,7 +13,7 @@ import numpy as np
 from hello_memory.embedders.base import Vectors
 from hello_memory.embedders.factory import check_texts, check_vectors, l2_normalize
 from hello_memory.errors import InvalidInputError
-from hello_memory.text import lexical_tokens
+from hello_memory.language.text import lexical_tokens
 
 # Feature-name prefixes keep the three feature families apart in the hash space.
 _CHAR_PREFIX = "\x01c:"
@@ -25,7 +25,7 @@ class HashingTfidfEmbedder:
 
     Recipe, fixed so that a vector never changes between processes or machines:
 
-    - tokens from :func:`hello_memory.text.lexical_tokens` (stemmed Latin words; jieba words plus
+    - tokens from :func:`hello_memory.language.text.lexical_tokens` (stemmed Latin words; jieba words plus
       character bigrams for Chinese);
     - each token hashed with BLAKE2b (not Python's per-process salted ``hash``) to a bucket and a
       sign (signed hashing, so collisions cancel out on average instead of piling up);

@@ -1,7 +1,7 @@
 """Sparse lexical vectors that rank like the FTS5 BM25 index: same terms, BM25 term weights, server IDF.
 
 The SQLite record store ranks memories with FTS5's ``bm25()`` over ``lexical_tokens`` (stemmed
-Latin words, jieba words and bigrams for CJK; :mod:`hello_memory.text`). A server has no FTS5, so
+Latin words, jieba words and bigrams for CJK; :mod:`hello_memory.language.text`). A server has no FTS5, so
 the Qdrant record store encodes the same document as a sparse vector:
 
 - **terms**: :func:`index_terms` yields exactly the terms FTS5's ``unicode61`` tokenizer indexes for
@@ -23,7 +23,7 @@ the Qdrant record store encodes the same document as a sparse vector:
   the same order for rare terms, a little more weight for terms in most documents.
 
 A memory's document can carry the conversation around it (:func:`context_document`, the same rule
-as :mod:`hello_memory.stores.sqlite_lexical`: up to ``window`` live episodic turns of the session
+as :mod:`hello_memory.stores.records.sqlite_lexical`: up to ``window`` live episodic turns of the session
 before and after, its own terms twice).
 """
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hello_memory.errors import InvalidInputError
-from hello_memory.stores.sqlite_lexical import fts_tokens
+from hello_memory.stores.records.sqlite_lexical import fts_tokens
 
 K1 = 1.2
 B = 0.75

@@ -1,4 +1,4 @@
-"""Contract tests every :class:`~hello_memory.stores.chunks.ChunkStore` backend must pass.
+"""Contract tests every :class:`~hello_memory.stores.chunks.base.ChunkStore` backend must pass.
 
 Subclass :class:`ChunkStoreContract` and supply a ``chunk_stores`` fixture: a factory returning a
 new store object on the same, initially empty data each time it is called (two calls = two
@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from hello_memory.stores.chunks import ChunkRecord, ChunkStore, DocumentRecord
-from hello_memory.stores.records import PendingOp
-from hello_memory.text import lexical_tokens
+from hello_memory.language.text import lexical_tokens
+from hello_memory.stores.chunks.base import ChunkRecord, ChunkStore, DocumentRecord
+from hello_memory.stores.records.base import PendingOp
 
 T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
 _IDS = uuid.UUID("3c2f0a61-7e4b-4d1c-8f9a-0b5e6d7c8a91")

@@ -1,4 +1,4 @@
-"""Contract tests every :class:`~hello_memory.stores.base.GraphStore` backend must pass.
+"""Contract tests every :class:`~hello_memory.stores.graph.base.GraphStore` backend must pass.
 
 Subclass :class:`GraphStoreContract` in a test module and supply a ``graph_store`` fixture yielding
 a fresh, empty store. Persistent backends set ``persistent = True`` and override
@@ -22,8 +22,8 @@ from typing import ClassVar
 
 import pytest
 
-from hello_memory.extraction import entity_id
-from hello_memory.stores.base import GraphStore
+from hello_memory.language.extraction import entity_id
+from hello_memory.stores.graph.base import GraphStore
 
 ALICE, BOB = "user-alice", "user-bob"
 CHAIN = ("a", "b", "c", "d")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from hello_memory.stores.records import Fact, PendingOp, RecordQuery, RecordStore, RecordWrite
+from hello_memory.stores.records.base import Fact, PendingOp, RecordQuery, RecordStore, RecordWrite
 from hello_memory.testing.record_data import ALICE, BOB, T0, Factory, entry, memory
 
 

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
-from hello_memory.stores.records import RecordStore
-from hello_memory.stores.sqlite_lexical import TURN_EVENT_TYPE
+from hello_memory.stores.records.base import RecordStore
+from hello_memory.stores.records.sqlite_lexical import TURN_EVENT_TYPE
 
 ALICE, BOB = "user-alice", "user-bob"
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)

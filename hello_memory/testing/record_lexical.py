@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from hello_memory.language.text import lexical_tokens
 from hello_memory.models import MemoryItem
-from hello_memory.stores.records import RecordStore, RecordWrite
-from hello_memory.stores.sqlite_lexical import TURN_EVENT_TYPE
-from hello_memory.text import lexical_tokens
+from hello_memory.stores.records.base import RecordStore, RecordWrite
+from hello_memory.stores.records.sqlite_lexical import TURN_EVENT_TYPE
 
 _USER, _OTHER = "user-alice", "user-bob"
 _T0 = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)

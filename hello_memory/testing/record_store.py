@@ -1,4 +1,4 @@
-"""Contract tests every :class:`~hello_memory.stores.records.RecordStore` backend must pass.
+"""Contract tests every :class:`~hello_memory.stores.records.base.RecordStore` backend must pass.
 
 Subclass :class:`RecordStoreContract` and supply a ``stores`` fixture: a factory
 ``stores(*, context_window=0, name="main")`` that returns a new store object each time it is called,
@@ -34,7 +34,14 @@ import pytest
 
 from hello_memory.errors import IdConflictError, InvalidInputError, NotFoundError, WriteConflictError
 from hello_memory.models import Entity, MemoryItem, MemoryType, Relation
-from hello_memory.stores.records import Fact, PendingOp, RecordOrder, RecordQuery, RecordStore, RecordWrite
+from hello_memory.stores.records.base import (
+    Fact,
+    PendingOp,
+    RecordOrder,
+    RecordQuery,
+    RecordStore,
+    RecordWrite,
+)
 from hello_memory.testing.record_changes import RecordChangesContract
 from hello_memory.testing.record_data import ALICE, BOB, T0, Factory, entry, memory
 from hello_memory.testing.record_lexical import RecordLexicalContract

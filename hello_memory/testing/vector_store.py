@@ -1,4 +1,4 @@
-"""Contract tests every :class:`~hello_memory.stores.base.VectorStore` backend must pass.
+"""Contract tests every :class:`~hello_memory.stores.vectors.base.VectorStore` backend must pass.
 
 Subclass :class:`VectorStoreContract` in a test module and supply a ``store`` fixture yielding a
 fresh, empty store; persistent backends also set ``persistent = True`` and override
@@ -28,7 +28,7 @@ from hello_memory.errors import (
     InvalidInputError,
     NotFoundError,
 )
-from hello_memory.stores.base import Filter, Range, VectorPoint, VectorStore
+from hello_memory.stores.vectors.base import Filter, Range, VectorPoint, VectorStore
 from hello_memory.testing.services import REQUIRE_SERVICES, http_unreachable, service_unavailable
 
 __all__ = [

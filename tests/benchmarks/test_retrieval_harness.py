@@ -530,7 +530,7 @@ def test_query_views_for_dialogues():
 def test_baselines_search_with_the_query_the_product_gets():
     """MADial: the baselines' default view is the product's conversation query (issue 20), so the
     table compares retrieval, not query formatting."""
-    from hello_memory.queries import conversation_query
+    from hello_memory.language.queries import conversation_query
 
     q = Query("q", '<Bart>:"元旦晚会我要表演！"<Assistant>:"太棒了！"<Bart>:"我还要跳舞"', "1", frozenset(),
               turns=(("Bart", "元旦晚会我要表演！"), ("Assistant", "太棒了！"), ("Bart", "我还要跳舞")))

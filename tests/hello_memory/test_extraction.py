@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hello_memory.errors import InvalidInputError, LLMError
-from hello_memory.extraction import (
+from hello_memory.language.extraction import (
     FUNCTIONAL_RELATIONS,
     RELATION_TYPES,
     Extraction,

@@ -8,7 +8,7 @@ import pytest
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.errors import InvalidInputError
-from hello_memory.queries import conversation_query
+from hello_memory.language.queries import conversation_query
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 
 

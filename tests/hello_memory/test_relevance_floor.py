@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from hello_memory import MemoryManager, Settings
+from hello_memory.core.relevance import Floor, calibrated_floor, evidence_text, has_evidence
 from hello_memory.embedders.hashing import HashingTfidfEmbedder
-from hello_memory.relevance import Floor, calibrated_floor, evidence_text, has_evidence
+from hello_memory.language.text import lexical_tokens
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
-from hello_memory.text import lexical_tokens
 
 LIFE = [
     "I went hiking with my sister at Lake Tahoe last summer",

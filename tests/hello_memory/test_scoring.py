@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from hello_memory import scoring
-from hello_memory.relevance import fuse
+from hello_memory.core import scoring
+from hello_memory.core.relevance import fuse
 
 
 def test_importance_weight_maps_to_0_8_to_1_2():
@@ -98,7 +98,7 @@ def test_fuse_rrf_top_in_both_is_one():
 
 
 def test_named_participants_whole_words_ignore_case_cjk_substrings():
-    from hello_memory.relevance import named_participants
+    from hello_memory.core.relevance import named_participants
 
     names = ["Caroline", "Carol", "Al", "小明", "李"]
     assert named_participants("what did CAROLINE's sister say?", names) == {"Caroline"}
@@ -109,7 +109,7 @@ def test_named_participants_whole_words_ignore_case_cjk_substrings():
 
 
 def test_prefer_participants_keeps_sim_in_unit_range():
-    from hello_memory.relevance import Relevance, prefer_participants
+    from hello_memory.core.relevance import Relevance, prefer_participants
 
     rel = {"a": Relevance(1.0, 0.9, 1.0), "b": Relevance(0.0, 0.7, 0.0), "c": Relevance(0.3, 0.8, 0.2)}
     out = prefer_participants(rel, {"a": ("X",), "b": ("X", "Y")}, frozenset({"X"}), 0.25)

@@ -19,8 +19,8 @@ from qdrant_client import QdrantClient
 from hello_memory import MemoryManager, Settings
 from hello_memory.errors import IdConflictError, IndexPendingError, StoreError, WriteConflictError
 from hello_memory.models import MemoryType
-from hello_memory.stores.qdrant_graph import QdrantGraphStore
-from hello_memory.stores.qdrant_records import QdrantRecordStore
+from hello_memory.stores.graph.qdrant import QdrantGraphStore
+from hello_memory.stores.records.qdrant import QdrantRecordStore
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from hello_memory.testing.memory_api import MemoryAPIContract
 from hello_memory.testing.residue import scan_qdrant
@@ -279,7 +279,7 @@ def test_a_batch_that_fails_midway_stores_nothing(qdrant: QdrantClient, tmp_path
 
 def test_an_embedded_record_store_cannot_be_injected(tmp_path: Path) -> None:
     from hello_memory.errors import InvalidInputError
-    from hello_memory.stores.sqlite import SQLiteRecordStore
+    from hello_memory.stores.records.sqlite import SQLiteRecordStore
 
     store = SQLiteRecordStore(tmp_path / "other.db")
     with pytest.raises(InvalidInputError, match="record_store"):
@@ -290,7 +290,7 @@ def test_an_embedded_record_store_cannot_be_injected(tmp_path: Path) -> None:
 def test_forgetting_a_memory_another_worker_just_removed_is_a_no_op(
     worker: Callable[..., MemoryManager],
 ) -> None:
-    from hello_memory import record_writes
+    from hello_memory.core import server_writes as record_writes
 
     a, b = worker(), worker()
     item = a.add("Alice lives in Paris", memory_type="semantic")

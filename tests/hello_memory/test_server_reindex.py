@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 
 from hello_memory import MemoryManager, Settings
-from hello_memory.extraction import entity_id
-from hello_memory.stores.qdrant_graph import QdrantGraphStore
-from hello_memory.stores.qdrant_records import QdrantRecordStore
+from hello_memory.language.extraction import entity_id
+from hello_memory.stores.graph.qdrant import QdrantGraphStore
+from hello_memory.stores.records.qdrant import QdrantRecordStore
 
 KILLED_WORKER = """
 import os
 from hello_memory import MemoryManager, Settings
-from hello_memory.stores.qdrant_graph import QdrantGraphStore
+from hello_memory.stores.graph.qdrant import QdrantGraphStore
 
 with MemoryManager(Settings(), user_id="alice") as mm:
     mm.add("Alice works at Acme", memory_type="semantic")

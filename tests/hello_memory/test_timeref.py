@@ -1,4 +1,4 @@
-"""Relative time expressions in queries (``hello_memory.timeref``), English and Chinese."""
+"""Relative time expressions in queries (``hello_memory.language.timeref``), English and Chinese."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from hello_memory.timeref import memory_fit, time_windows
+from hello_memory.language.timeref import memory_fit, time_windows
 
 ASKED = datetime(2023, 3, 28, 10, 0, tzinfo=timezone.utc)  # a Tuesday
 

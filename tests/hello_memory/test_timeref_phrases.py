@@ -12,7 +12,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from hello_memory.timeref import memory_fit, time_windows
+from hello_memory.language.timeref import memory_fit, time_windows
 
 FRI = datetime(2025, 3, 14, 16, 30, tzinfo=timezone.utc)  # Friday 14 March 2025
 SUN = datetime(2025, 3, 16, 9, 0, tzinfo=timezone.utc)  # Sunday 16 March 2025

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.cli import app
+from hello_memory.core.transfer import export_lines, import_lines
 from hello_memory.errors import EmbedderMismatchError, InvalidInputError, StoreError
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
-from hello_memory.transfer import export_lines, import_lines
 
 
 def _fill(mm: MemoryManager) -> dict[str, str]:

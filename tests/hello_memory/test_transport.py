@@ -11,9 +11,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from hello_memory import transport as T
+from hello_memory.client import transport as T
+from hello_memory.client.remote import RemoteMemory
 from hello_memory.errors import InvalidInputError, ServiceError, ServiceTimeoutError, StoreLockedError
-from hello_memory.remote import RemoteMemory
 from hello_memory.wire import encode
 
 URL = "http://memory.test"

@@ -21,8 +21,8 @@ from typing import Any, NoReturn
 
 import pytest
 
-from hello_memory.stores.neo4j import Neo4jGraphStore
-from hello_memory.stores.qdrant import QdrantVectorStore
+from hello_memory.stores.graph.neo4j import Neo4jGraphStore
+from hello_memory.stores.vectors.qdrant import QdrantVectorStore
 from hello_memory.testing.services import service_unavailable
 
 COMPOSE_FILE = Path(__file__).resolve().parents[2] / "docker" / "compose.yaml"

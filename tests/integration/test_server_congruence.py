@@ -10,11 +10,12 @@ import uuid
 import numpy as np
 import pytest
 
-from hello_memory.extraction import RELATION_TYPES, entity_id
-from hello_memory.stores.base import Filter, GraphStore, Range, VectorHit, VectorPoint, VectorStore
-from hello_memory.stores.graph_sqlite import SQLiteGraphStore
-from hello_memory.stores.qdrant import QdrantVectorStore
-from hello_memory.stores.qdrant_edge import QdrantEdgeVectorStore
+from hello_memory.language.extraction import RELATION_TYPES, entity_id
+from hello_memory.stores.graph.base import GraphStore
+from hello_memory.stores.graph.sqlite import SQLiteGraphStore
+from hello_memory.stores.vectors.base import Filter, Range, VectorHit, VectorPoint, VectorStore
+from hello_memory.stores.vectors.edge import QdrantEdgeVectorStore
+from hello_memory.stores.vectors.qdrant import QdrantVectorStore
 
 # The first test also pulls and starts the containers (session fixtures): allow for the download.
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("docker_engine"), pytest.mark.timeout(900)]

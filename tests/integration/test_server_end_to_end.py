@@ -10,8 +10,8 @@ from pydantic import SecretStr
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.embedders.hashing import HashingTfidfEmbedder
-from hello_memory.stores.qdrant_graph import QdrantGraphStore
-from hello_memory.stores.qdrant_records import QdrantRecordStore
+from hello_memory.stores.graph.qdrant import QdrantGraphStore
+from hello_memory.stores.records.qdrant import QdrantRecordStore
 from rag import RAGPipeline
 
 # The first test also pulls and starts the containers (session fixtures): allow for the download.

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hello_memory.stores.qdrant_records import QdrantRecordStore
-from hello_memory.stores.records import RecordStore, RecordWrite
+from hello_memory.stores.records.base import RecordStore, RecordWrite
+from hello_memory.stores.records.qdrant import QdrantRecordStore
 from hello_memory.testing.record_store import ALICE, RecordStoreContract, memory
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("docker_engine"), pytest.mark.timeout(900)]

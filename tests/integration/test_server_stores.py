@@ -7,11 +7,12 @@ from collections.abc import Iterator
 import pytest
 
 from hello_memory.errors import StoreError
-from hello_memory.extraction import entity_id
-from hello_memory.stores.base import GraphStore, VectorStore
-from hello_memory.stores.neo4j import SCHEMA, Neo4jGraphStore
-from hello_memory.stores.qdrant import QdrantVectorStore
-from hello_memory.stores.vectors import FLOAT_INDEX_KEYS, KEYWORD_INDEX_KEYS
+from hello_memory.language.extraction import entity_id
+from hello_memory.stores.graph.base import GraphStore
+from hello_memory.stores.graph.neo4j import SCHEMA, Neo4jGraphStore
+from hello_memory.stores.vectors.base import VectorStore
+from hello_memory.stores.vectors.qdrant import QdrantVectorStore
+from hello_memory.stores.vectors.rules import FLOAT_INDEX_KEYS, KEYWORD_INDEX_KEYS
 from hello_memory.testing.graph_store import ALICE, GraphStoreContract, link_names
 from hello_memory.testing.vector_store import DIM, VectorStoreContract
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hello_memory.stores.chunks import ChunkStore
+from hello_memory.stores.chunks.base import ChunkStore
 from hello_memory.testing.chunk_store import ChunkStoreContract
 from rag.chunk_records import SQLiteChunkRecords
 

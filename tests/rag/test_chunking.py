@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hello_memory.errors import InvalidInputError
-from hello_memory.text import estimate_tokens
+from hello_memory.language.text import estimate_tokens
 from rag.chunking import Chunk, chunk_markdown
 
 

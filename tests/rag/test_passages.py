@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from hello_memory import Settings
-from hello_memory.stores.base import Filter, VectorPoint
+from hello_memory.language.text import estimate_tokens
+from hello_memory.stores.vectors.base import Filter, VectorPoint
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder, fake_vector
-from hello_memory.text import estimate_tokens
 from rag import RAGPipeline, indexer
 from rag.indexer import LEGACY_COLLECTION, MAX_PASSAGES, PASSAGE_TOKENS, passages
 from rag.pipeline import COLLECTION

@@ -9,7 +9,7 @@ import pytest
 
 from hello_memory.context import quote
 from hello_memory.errors import ConversionError, EmbeddingError, InvalidInputError, NotFoundError
-from hello_memory.stores.base import Filter
+from hello_memory.stores.vectors.base import Filter
 from hello_memory.testing.fake_embedder import FailingEmbedder
 from hello_memory.testing.fake_llm import FailingLLM, ScriptedLLM
 from rag import RAGPipeline
@@ -75,7 +75,7 @@ def test_delete_document_leaves_no_residue(pipeline):
     n = pipeline.delete_document("guide")
     assert n > 0
     assert pipeline.store.residue("kb", "guide") == {"documents": 0, "chunks": 0, "pending": 0}
-    from hello_memory.stores.base import Filter
+    from hello_memory.stores.vectors.base import Filter
 
     assert pipeline.bundle.vectors.count(COLLECTION, Filter(equals={"document_id": "guide"})) == 0
     assert [d.document_id for d in pipeline.list_documents()] == ["ch8"]

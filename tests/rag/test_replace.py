@@ -8,7 +8,7 @@ import pytest
 
 from hello_memory import Settings
 from hello_memory.errors import StoreError
-from hello_memory.stores.base import Filter
+from hello_memory.stores.vectors.base import Filter
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from rag import RAGPipeline, indexer
 from rag.passages import passage_id, passages

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from hello_memory import MemoryManager, Settings
+from hello_memory.language.text import lexical_tokens
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
-from hello_memory.text import lexical_tokens
 from rag import RAGPipeline
 
 USER, OTHER = "crash-user", "crash-other"
@@ -133,7 +133,7 @@ def add_batch_killed(home: str, specs_json: str, point: str) -> None:
     import os
     import signal
 
-    from hello_memory import memory_index
+    from hello_memory.core import index as memory_index
 
     def die(*_args: object, **_kwargs: object) -> None:
         os.kill(os.getpid(), signal.SIGKILL)

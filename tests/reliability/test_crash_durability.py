@@ -211,7 +211,7 @@ def _open_both(home: Path) -> tuple[MemoryManager, RAGPipeline]:
 
 def test_remove_interrupted_after_the_vector_delete_is_completed_on_open(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from hello_memory import indexing
+    from hello_memory.core import writes as indexing
 
     mm, rag = _open_both(tmp_path)
     keep = mm.add("Bob lives in Rome", memory_type="semantic")

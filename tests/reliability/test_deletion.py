@@ -212,7 +212,7 @@ def test_scrub_survives_thousands_of_deletions() -> None:
     limit and was corrupt for good ("database disk image is malformed"; found by the slow
     concurrency run at ~10,000 operations)."""
     from hello_memory.models import MemoryItem
-    from hello_memory.stores.sqlite import SQLiteRecordStore
+    from hello_memory.stores.records.sqlite import SQLiteRecordStore
     from rag.store import SQLiteChunkStore
 
     records = SQLiteRecordStore(":memory:")

@@ -17,7 +17,7 @@ import pytest
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.errors import StoreLockedError
-from hello_memory.runtime import lock_holder
+from hello_memory.stores.open import lock_holder
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from rag import RAGPipeline
 

@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.errors import HelloMemoryError, InvalidInputError
-from hello_memory.stores.base import Filter, Range, VectorPoint
-from hello_memory.stores.qdrant_edge import QdrantEdgeVectorStore
-from hello_memory.stores.vectors import compile_filter
+from hello_memory.language.text import estimate_tokens, lexical_tokens
+from hello_memory.stores.vectors.base import Filter, Range, VectorPoint
+from hello_memory.stores.vectors.edge import QdrantEdgeVectorStore
+from hello_memory.stores.vectors.rules import compile_filter
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
-from hello_memory.text import estimate_tokens, lexical_tokens
 from rag.chunking import MAX_TITLE_CHARS, chunk_markdown
 
 FAST = settings(deadline=timedelta(seconds=10), database=None, derandomize=True,

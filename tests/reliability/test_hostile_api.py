@@ -22,7 +22,7 @@ from rel_scan import memory_problems, rag_problems
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.errors import HelloMemoryError, InvalidInputError, StoreError
-from hello_memory.runtime import lock_holder
+from hello_memory.stores.open import lock_holder
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from rag import RAGPipeline
 

@@ -67,7 +67,7 @@ def test_recovery_embeds_in_batches(tmp_path: Path, caplog: pytest.LogCaptureFix
 def test_recovery_interrupted_halfway_resumes_where_it_stopped(tmp_path: Path) -> None:
     home, n, batch = tmp_path / "data", 64, 16
     _journalled(home, n, batch)
-    from hello_memory import recovery
+    from hello_memory.core import recovery
 
     real = recovery._resync
     calls = {"n": 0}

@@ -22,8 +22,8 @@ from rel_scan import memory_problems
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.errors import IndexPendingError, NotFoundError, StoreError
-from hello_memory.stores.graph_sqlite import SQLiteGraphStore
-from hello_memory.stores.qdrant_edge import QdrantEdgeVectorStore
+from hello_memory.stores.graph.sqlite import SQLiteGraphStore
+from hello_memory.stores.vectors.edge import QdrantEdgeVectorStore
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 
 EMB = DeterministicFakeEmbedder(dimension=32)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hello_memory import items
+from hello_memory.core import items
 from hello_memory.errors import NotFoundError, StoreError
 from tools.memory_tool import MemoryTool
 from tools.rag_tool import RAGTool

@@ -12,7 +12,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from hello_memory.discovery import read_service_file
+from hello_memory.client.discovery import read_service_file
 
 REPO = Path(__file__).resolve().parents[3]
 KEYS = {"alice": "k-alice-0123456789", "bob": "k-bob-0123456789", "admin": "k-admin-0123456789"}

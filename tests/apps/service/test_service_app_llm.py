@@ -8,7 +8,7 @@ from service_runner import start_service
 from apps.handlers import status_markdown
 from apps.sessions import AssistantFactory, Session
 from hello_memory import Settings
-from hello_memory.remote import RemoteMemory
+from hello_memory.client.remote import RemoteMemory
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from hello_memory.testing.fake_llm import ScriptedLLM
 

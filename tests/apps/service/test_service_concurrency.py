@@ -17,7 +17,7 @@ from pathlib import Path
 from service_runner import REPO, start_service
 
 from hello_memory import MemoryManager, Settings
-from hello_memory.remote import RemoteMemory
+from hello_memory.client.remote import RemoteMemory
 
 sys.path.insert(0, str(REPO / "tests" / "reliability"))
 from rel_scan import memory_problems

@@ -12,7 +12,7 @@ from service_runner import start_service
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.api import MemoryAPI
-from hello_memory.remote import RemoteMemory
+from hello_memory.client.remote import RemoteMemory
 from hello_memory.testing.memory_api import PAST, MemoryAPIContract
 from rag import RAGPipeline
 from rag.api import RAGAPI

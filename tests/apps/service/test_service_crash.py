@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from service_runner import REPO, start_service
 
 from hello_memory import MemoryManager, Settings
-from hello_memory.discovery import SERVICE_FILE
+from hello_memory.client.discovery import SERVICE_FILE
+from hello_memory.client.remote import RemoteMemory
 from hello_memory.errors import HelloMemoryError
-from hello_memory.remote import RemoteMemory
 from rag import RAGPipeline
 from rag.remote import RemoteRAG
 

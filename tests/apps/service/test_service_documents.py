@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hello_memory import Settings
+from hello_memory.client.remote import RemoteMemory
 from hello_memory.errors import ConversionError, InvalidInputError, NotFoundError
-from hello_memory.remote import RemoteMemory
 from rag import RAGPipeline
 from rag.api import RAGAPI
 from rag.remote import RemoteRAG

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from service_runner import start_service
 
-from hello_memory.remote import RemoteMemory
+from hello_memory.client.remote import RemoteMemory
 
 
 def test_the_default_e5_service_answers_a_chinese_query(tmp_path):

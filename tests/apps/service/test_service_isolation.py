@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from service_runner import KEYS
 
+from hello_memory.client.remote import RemoteMemory
 from hello_memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
-from hello_memory.remote import RemoteMemory
 from rag.remote import RemoteRAG
 
 USERS = ("alice", "bob")

@@ -14,7 +14,7 @@ from service_runner import REPO, service_env, start_service
 
 from apps.sessions import AssistantFactory, Session
 from hello_memory import Settings
-from hello_memory.discovery import SERVICE_FILE, connect_memory
+from hello_memory.client.discovery import SERVICE_FILE, connect_memory
 from hello_memory.errors import StoreLockedError
 
 MARK = "a-script-holding-the-home"

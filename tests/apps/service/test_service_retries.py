@@ -14,6 +14,7 @@ import pytest
 from lossy_proxy import LossyProxy
 from service_runner import KEYS, RunningService, start_service
 
+from hello_memory.client.remote import RemoteMemory
 from hello_memory.errors import (
     IdConflictError,
     InvalidInputError,
@@ -21,7 +22,6 @@ from hello_memory.errors import (
     ServiceError,
     ServiceTimeoutError,
 )
-from hello_memory.remote import RemoteMemory
 
 ADD, BATCH = "/v1/memories", "/v1/memories/batch"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from service_runner import REPO, ready, service_env
 
-from hello_memory.remote import RemoteMemory
-from hello_memory.stores.qdrant_records import QdrantRecordStore
-from hello_memory.stores.records import RecordQuery
+from hello_memory.client.remote import RemoteMemory
+from hello_memory.stores.records.base import RecordQuery
+from hello_memory.stores.records.qdrant import QdrantRecordStore
 
 
 def test_a_server_mode_service_keeps_no_data_directory(tmp_path: Path) -> None:

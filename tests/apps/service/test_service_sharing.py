@@ -13,7 +13,7 @@ import pytest
 from service_runner import REPO, service_env
 
 from hello_memory import MemoryManager, Settings
-from hello_memory.discovery import SERVICE_FILE, find_service, read_service_file, write_service_file
+from hello_memory.client.discovery import SERVICE_FILE, find_service, read_service_file, write_service_file
 from hello_memory.errors import StoreLockedError
 
 pytest.importorskip("mcp")

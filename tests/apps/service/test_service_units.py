@@ -131,7 +131,7 @@ def test_upload_names_must_be_plain(name):
 
 def test_the_clients_name_the_extra_without_httpx():
     code = ("import sys; sys.modules['httpx'] = None\n"
-            "from hello_memory.remote import RemoteMemory\n"
+            "from hello_memory.client.remote import RemoteMemory\n"
             "try:\n    RemoteMemory('http://127.0.0.1:1')\n"
             "except Exception as e:\n    print(type(e).__name__, e)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -139,7 +139,7 @@ def test_the_clients_name_the_extra_without_httpx():
 
 
 def test_the_clients_are_light_to_import():
-    code = ("import sys; import hello_memory.remote, rag.remote, hello_memory.discovery\n"
+    code = ("import sys; import hello_memory.client.remote, rag.remote, hello_memory.client.discovery\n"
             "print([m for m in ('fastapi', 'uvicorn', 'gradio', 'torch', 'markitdown', 'apps', 'tools') "
             "if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -147,7 +147,7 @@ def test_the_clients_are_light_to_import():
 
 
 def test_the_client_needs_an_http_url():
-    from hello_memory.remote import RemoteMemory
+    from hello_memory.client.remote import RemoteMemory
 
     for url in ("127.0.0.1:8765", "ftp://x", ""):
         with pytest.raises(E.InvalidInputError):

@@ -11,8 +11,8 @@ import pytest
 from qdrant_client import QdrantClient
 
 from hello_memory.errors import DimensionMismatchError, EmbedderMismatchError, InvalidInputError, StoreError
-from hello_memory.stores.chunks import ChunkStore
-from hello_memory.stores.qdrant_chunks import QdrantChunkStore
+from hello_memory.stores.chunks.base import ChunkStore
+from hello_memory.stores.chunks.qdrant import QdrantChunkStore
 from hello_memory.testing.chunk_store import ChunkStoreContract, document
 
 DIM = 4

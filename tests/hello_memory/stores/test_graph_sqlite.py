@@ -8,9 +8,9 @@ import threading
 import pytest
 
 from hello_memory.errors import CorruptStoreError, InvalidInputError, StoreError
-from hello_memory.extraction import entity_id
-from hello_memory.stores.base import GraphStore
-from hello_memory.stores.graph_sqlite import SCHEMA_VERSION, SQLiteGraphStore
+from hello_memory.language.extraction import entity_id
+from hello_memory.stores.graph.base import GraphStore
+from hello_memory.stores.graph.sqlite import SCHEMA_VERSION, SQLiteGraphStore
 from hello_memory.testing.graph_store import ALICE, GraphStoreContract, hops, link_chain, link_names
 
 
@@ -135,7 +135,7 @@ def test_a_specific_type_replaces_concept(store):
 def test_a_failed_write_rolls_back(store, monkeypatch):
     link_names(store, ALICE, "m1", ["a", "b"], [("a", "b", "likes")])
     before = store.counts(ALICE)
-    monkeypatch.setattr("hello_memory.stores.graph_sqlite._DELETE_ORPHANS", "DELETE FROM nowhere WHERE ?=?")
+    monkeypatch.setattr("hello_memory.stores.graph.sqlite._DELETE_ORPHANS", "DELETE FROM nowhere WHERE ?=?")
     with pytest.raises(StoreError):
         link_names(store, ALICE, "m1", ["c"])
     assert store.counts(ALICE) == before

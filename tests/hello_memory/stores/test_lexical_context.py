@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from hello_memory import MemoryManager, Settings, indexing
-from hello_memory.stores import sqlite_lexical
-from hello_memory.stores.sqlite import SQLiteRecordStore, scope_token
+from hello_memory import MemoryManager, Settings
+from hello_memory.core import writes as indexing
+from hello_memory.language.text import lexical_tokens
+from hello_memory.stores.records import sqlite_lexical
+from hello_memory.stores.records.sqlite import SQLiteRecordStore, scope_token
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
-from hello_memory.text import lexical_tokens
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 

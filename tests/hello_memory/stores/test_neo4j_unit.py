@@ -25,11 +25,11 @@ from pydantic import SecretStr
 neo4j = pytest.importorskip("neo4j")
 
 from hello_memory.errors import InvalidInputError, MissingDependencyError, StoreError  # noqa: E402
-from hello_memory.extraction import entity_id  # noqa: E402
+from hello_memory.language.extraction import entity_id  # noqa: E402
 from hello_memory.settings import Settings  # noqa: E402
-from hello_memory.stores import neo4j as cy  # noqa: E402
-from hello_memory.stores.base import GraphStore  # noqa: E402
-from hello_memory.stores.neo4j import Neo4jGraphStore  # noqa: E402
+from hello_memory.stores.graph import neo4j as cy  # noqa: E402
+from hello_memory.stores.graph.base import GraphStore  # noqa: E402
+from hello_memory.stores.graph.neo4j import Neo4jGraphStore  # noqa: E402
 from hello_memory.testing.graph_store import GraphStoreContract, link_chain, link_names  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -576,7 +576,7 @@ def test_without_the_extra_the_error_names_it(monkeypatch):
 
 
 def test_settings_with_a_neo4j_uri_open_this_store_lazily(tmp_path, built):
-    from hello_memory.runtime import _open_graph
+    from hello_memory.stores.open import _open_graph
 
     settings = Settings(
         home=tmp_path,

@@ -10,9 +10,9 @@ import pytest
 from qdrant_client import QdrantClient
 
 from hello_memory.errors import InvalidInputError
-from hello_memory.extraction import entity_id
-from hello_memory.stores.base import GraphStore
-from hello_memory.stores.qdrant_graph import QdrantGraphStore
+from hello_memory.language.extraction import entity_id
+from hello_memory.stores.graph.base import GraphStore
+from hello_memory.stores.graph.qdrant import QdrantGraphStore
 from hello_memory.testing.graph_store import ALICE, GraphStoreContract, hops, link_chain, link_names
 from hello_memory.testing.residue import scan_qdrant
 

@@ -18,9 +18,9 @@ from hello_memory.errors import (
     InvalidInputError,
     StoreError,
 )
-from hello_memory.stores.qdrant_record_lexical import SessionContext
-from hello_memory.stores.qdrant_records import QdrantRecordStore
-from hello_memory.stores.records import RecordWrite
+from hello_memory.stores.records.base import RecordWrite
+from hello_memory.stores.records.qdrant import QdrantRecordStore
+from hello_memory.stores.records.qdrant_lexical import SessionContext
 from hello_memory.testing.record_store import ALICE, BOB, T0, entry, memory
 
 DIM = 4

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from hello_memory.language.text import lexical_tokens
 from hello_memory.models import MemoryItem, MemoryType
-from hello_memory.stores.qdrant_records import QdrantRecordStore
-from hello_memory.stores.records import RecordStore, RecordWrite
+from hello_memory.stores.records.base import RecordStore, RecordWrite
+from hello_memory.stores.records.qdrant import QdrantRecordStore
+from hello_memory.stores.records.sqlite import SQLiteRecordStore
 from hello_memory.stores.sparse import LexicalEncoder, context_document, index_terms
-from hello_memory.stores.sqlite import SQLiteRecordStore
 from hello_memory.testing.record_lexical import top_k_overlap
-from hello_memory.text import lexical_tokens
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 WORDS = [

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from qdrant_client import QdrantClient
 
-from hello_memory.stores.qdrant_records import QdrantRecordStore
-from hello_memory.stores.records import RecordStore
-from hello_memory.stores.sqlite import SQLiteRecordStore
-from hello_memory.stores.sqlite_lexical import scope_token
+from hello_memory.stores.records.base import RecordStore
+from hello_memory.stores.records.qdrant import QdrantRecordStore
+from hello_memory.stores.records.sqlite import SQLiteRecordStore
+from hello_memory.stores.records.sqlite_lexical import scope_token
 from hello_memory.testing.record_store import RecordStoreContract
 from hello_memory.testing.residue import scan_qdrant
 

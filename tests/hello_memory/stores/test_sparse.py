@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from qdrant_client import QdrantClient, models
 
 from hello_memory.errors import InvalidInputError
+from hello_memory.language.text import lexical_tokens
+from hello_memory.stores.records.sqlite_lexical import fts_tokens
 from hello_memory.stores.sparse import LexicalEncoder, context_document, index_terms, term_id
-from hello_memory.stores.sqlite_lexical import fts_tokens
-from hello_memory.text import lexical_tokens
 
 # Latin with diacritics, Greek, Cyrillic, CJK, kana, hangul, digits, '_' and punctuation.
 ALPHABET = "abcxyzABCXYZ éèüñçøłßÅÉ αβγάΩ абвЖ 喜欢爬山周末绿茶 カタかな 한국 0123 _ -.,!?'’:;()“”%&/\\\t\n"

@@ -23,11 +23,11 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from hello_memory.errors import CorruptStoreError, MissingDependencyError, StoreError, StoreLockedError
 from hello_memory.settings import Settings
-from hello_memory.stores.base import Filter, Range, VectorHit, VectorPoint, VectorStore
-from hello_memory.stores.memory import InMemoryVectorStore
-from hello_memory.stores.qdrant import QdrantVectorStore, to_qdrant_filter
-from hello_memory.stores.qdrant_edge import META_FILE, SHARD_DIR, QdrantEdgeVectorStore
-from hello_memory.stores.vectors import FLOAT_INDEX_KEYS, KEYWORD_INDEX_KEYS, open_vector_store
+from hello_memory.stores.vectors.base import Filter, Range, VectorHit, VectorPoint, VectorStore
+from hello_memory.stores.vectors.edge import META_FILE, SHARD_DIR, QdrantEdgeVectorStore
+from hello_memory.stores.vectors.memory import InMemoryVectorStore
+from hello_memory.stores.vectors.qdrant import QdrantVectorStore, to_qdrant_filter
+from hello_memory.stores.vectors.rules import FLOAT_INDEX_KEYS, KEYWORD_INDEX_KEYS, open_vector_store
 from hello_memory.testing.services import http_unreachable, service_unavailable
 from hello_memory.testing.vector_store import DIM, VectorStoreContract, make_point
 
@@ -285,7 +285,7 @@ def _unexpected(status: int) -> UnexpectedResponse:
 
 @pytest.fixture
 def no_sleep(monkeypatch):
-    monkeypatch.setattr("hello_memory.stores.qdrant.time.sleep", lambda _: None)
+    monkeypatch.setattr("hello_memory.stores.vectors.qdrant.time.sleep", lambda _: None)
 
 
 @pytest.mark.parametrize(
@@ -345,7 +345,7 @@ def test_edge_second_opener_gets_store_locked_error(fast_path):
 def test_edge_lock_is_per_process(fast_path):
     with QdrantEdgeVectorStore(fast_path) as store:
         store.ensure_collection("c", DIM, embedder="e")
-        code = "import sys; from hello_memory.stores.qdrant_edge import QdrantEdgeVectorStore as S; "
+        code = "import sys; from hello_memory.stores.vectors.edge import QdrantEdgeVectorStore as S; "
         code += "S(sys.argv[1]).count('c')"
         child = subprocess.run(
             [sys.executable, "-c", code, str(fast_path)], capture_output=True, text=True, timeout=60
@@ -401,8 +401,8 @@ _CRASH_CHILD = textwrap.dedent(
     """
     import sys, uuid
     import numpy as np
-    from hello_memory.stores.base import VectorPoint
-    from hello_memory.stores.qdrant_edge import QdrantEdgeVectorStore
+    from hello_memory.stores.vectors.base import VectorPoint
+    from hello_memory.stores.vectors.edge import QdrantEdgeVectorStore
 
     store = QdrantEdgeVectorStore(sys.argv[1], flush_interval=3600)
     store.ensure_collection("crash", 16, embedder="e")

@@ -1,1 +1,0 @@
-"""Internals of the rule-based extractor; the public API is :mod:`hello_memory.extraction`."""

@@ -1,0 +1,326 @@
+"""Record store contract: the memory of record, its history, its lexical index and its pending work.
+
+A :class:`RecordStore` holds every memory's full record, the history of its changes, a lexical
+(BM25-style) index over its text, the facts it asserts, and a *pending* marker per memory for work
+that must follow the record write in other stores (vectors, graph). Two backends: SQLite in the data
+directory (:class:`~hello_memory.stores.records.sqlite.SQLiteRecordStore`, embedded default) and Qdrant
+(:class:`~hello_memory.stores.records.qdrant.QdrantRecordStore`, server mode: each memory is one
+point whose payload is the record, with its dense vector and a sparse lexical vector). Both pass
+:class:`hello_memory.testing.record_store.RecordStoreContract`.
+
+Semantics every backend keeps:
+
+- **Scoping.** Every call that reads or changes memories takes the user id; a memory of another
+  user is absent (never an error that reveals it). The exceptions are maintenance calls that span
+  users by nature: :meth:`RecordStore.unsettled` (recovery) and :meth:`RecordStore.scrub`.
+- **Unit of atomic write.** :meth:`RecordStore.apply` takes :class:`RecordWrite` s. Each write —
+  the record, its lexical document, its history entries, its facts and its pending marker — is
+  applied all or nothing, and a reader (any thread, process or worker on the same backend) sees it
+  whole or not at all, as soon as ``apply`` returns. A batch is applied in order; SQLite applies the
+  whole batch in one transaction, Qdrant memory by memory (a failure midway leaves a prefix applied,
+  and retrying the batch is safe: see next point).
+- **Idempotent by id, duplicate policy.** A write with ``expected_version=None`` inserts. Inserting
+  an id that is already stored with the same user, tier and content is a no-op that returns the
+  stored record (a retry after a timeout or crash stores nothing twice, history included); any
+  other stored memory under that id raises :class:`~hello_memory.errors.IdConflictError` (the
+  error ``MemoryManager.add`` raises for a taken ``memory_id``) without revealing anything about it.
+- **Versions.** A record's ``version`` is 1 when inserted and grows by one with every change
+  (access statistics excepted). An update names the version it read (``expected_version``); if the
+  stored version differs — another worker changed the memory since — nothing is written and
+  :class:`~hello_memory.errors.WriteConflictError` says so: **the first writer wins**, the second
+  re-reads and re-applies. An update of an absent memory raises
+  :class:`~hello_memory.errors.NotFoundError`. Access statistics (:meth:`RecordStore.record_access`)
+  are counters, not changes: last writer wins, no version bump.
+- **History** of a memory comes back in the order its writes were applied (a sequence number per
+  memory, never the clock) and is deleted with the memory.
+- **Pending work** replaces a write-ahead journal: the marker travels with the record write (or is
+  set by :meth:`RecordStore.mark`), stays until :meth:`RecordStore.settle` (guarded by the version
+  written, so a worker never clears the marker of another worker's newer write) or :meth:`RecordStore.delete`,
+  and :meth:`RecordStore.unsettled` lists it after a crash so the owner can finish the work.
+- **Vectors.** A store whose ``keeps_vectors`` is true stores ``RecordWrite.vector`` in the same
+  atomic write (Qdrant: the memory's point). One whose ``keeps_vectors`` is false ignores it; the
+  caller writes vectors to a :class:`~hello_memory.stores.vectors.base.VectorStore` under a pending marker.
+
+Where the core stands (issue 19, phase B): its reads call the protocol (``read``, ``scan``,
+``record_access``, ``stats``, ``users``) in both modes; server mode writes through ``apply`` /
+``mark`` / ``settle`` / ``delete`` (:mod:`hello_memory.core.server_writes`), while the embedded write
+path keeps its SQLite transactions around the index writes (:mod:`hello_memory.core.journal`), which
+give it all-or-nothing writes across SQLite and the vector index that ``apply`` alone cannot.
+
+Inventory of what the core asked of records before phase B (``records.*`` and raw ``conn`` use in
+``indexing``, ``lifecycle``, ``retrieval``, ``semantic``, ``manager``, ``runtime``) and its place
+in this protocol:
+
+- ``indexing.insert`` (``transaction`` + ``insert_many`` + ``add_history("add")`` +
+  ``add_pending("index")``) → ``apply([RecordWrite(item, history=(add,), facts=..., vector=...,
+  pending=INDEX)])``.
+- ``semantic.record_facts`` (``conflicting_facts``, ``fetch``, ``replace`` setting ``valid_to``,
+  ``add_history("supersede")``, ``add_fact``) → ``conflicting_facts``, ``read``, one versioned
+  ``apply`` per superseded memory; the new memory's facts in ``RecordWrite.facts``.
+- ``indexing.update`` (``replace`` + ``add_history("update")`` + ``add_pending`` + raw
+  ``DELETE FROM facts`` + facts) → ``apply([RecordWrite(new, expected_version=v, history=...,
+  facts=..., vector=..., pending=INDEX)])``.
+- ``indexing.purge`` (``add_pending("purge")``, then ``delete_rows`` + raw ``DELETE`` of history and
+  pending) → ``mark(user, ids, PURGE)``, the external deletes, ``delete(user, ids)``.
+- ``indexing.soft_delete`` (``replace`` with ``deleted_at`` + ``unindex`` + ``add_history("forget")``
+  + ``add_pending("unindex")``, ``clear_pending``) → ``apply`` of the item with ``deleted_at``,
+  ``pending=UNINDEX``; ``settle``.
+- ``indexing.restore`` (``replace`` + ``reindex`` + history + ``add_pending("index")``) → ``apply``
+  of the live item with its vector and ``pending=INDEX``; ``settle``.
+- ``indexing.forget_user`` (raw ``SELECT id``, ``add_pending`` per id, ``records.forget_user``) →
+  ``ids``, ``mark(PURGE)``, ``forget_user`` (counts), ``residue``.
+- ``indexing.recover`` (``pending``, ``fetch(include_deleted)``, ``_delete_records``,
+  ``clear_pending``) → ``unsettled``, ``read(include_deleted=True)``, ``delete``, ``settle``.
+- ``indexing.scrub`` (``scrub(vacuum)``, after user-requested deletions) → ``scrub`` (a no-op on a
+  server).
+- ``lifecycle`` and ``manager`` (``list_items``: tiers, deleted, session, time range, three orders,
+  limit) → ``scan(user, RecordQuery(...))`` with :class:`RecordOrder`; the consolidation merge
+  (``replace`` + ``add_history("merge")``) → a versioned ``apply``.
+- ``retrieval`` (``lexical_search``, ``score_rows``, ``previous_in_session``, ``contents``,
+  ``fetch``, ``touch``) → the same names and arguments; ``read``; ``record_access(user, ids, at)``.
+- ``manager`` (``fetch``, ``history``, ``count_by_type`` live and deleted, ``avg_importance``) →
+  ``read``, ``history``, ``stats``.
+- ``runtime`` (``SQLiteRecordStore(path)``, ``records.conn``) → the backend's constructor, ``close``.
+
+The read methods the core already calls keep their names and argument order (``score_rows(ids,
+user_id)``, ...), so the embedded store satisfies this protocol without changing what the core
+calls today; the new ones put the user first, like :class:`~hello_memory.stores.graph.base.GraphStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
+
+if TYPE_CHECKING:
+    from hello_memory.stores.records.sqlite import ScoreRow
+
+
+class PendingOp(str, Enum):
+    """Work that must follow a record write in the other stores."""
+
+    INDEX = "index"  # write the memory's vectors / graph links
+    UNINDEX = "unindex"  # remove them (soft delete)
+    PURGE = "purge"  # remove them, then delete the record
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A functional fact a semantic memory asserts: (subject, relation, object) entity ids."""
+
+    subject_id: str
+    relation: str
+    object_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordWrite:
+    """One memory's change, applied atomically by :meth:`RecordStore.apply`.
+
+    Attributes:
+        item: the memory's whole new state (``deleted_at`` set = soft-deleted: out of the lexical
+            index and without vectors, record and history kept).
+        expected_version: ``None`` inserts; an int updates if the stored version is that one.
+        history: entries appended with the change, in order.
+        facts: the memory's facts after the change (``None`` keeps the stored ones).
+        vector: the dense vector, for stores that keep vectors (``None`` keeps the stored one;
+            a soft-deleted item keeps none).
+        pending: marker for work that must follow in other stores (``None`` leaves the stored one).
+    """
+
+    item: MemoryItem
+    expected_version: int | None = None
+    history: tuple[HistoryEntry, ...] = ()
+    facts: tuple[Fact, ...] | None = None
+    vector: npt.NDArray[np.float32] | None = None
+    pending: PendingOp | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """A memory as stored, with its version."""
+
+    item: MemoryItem
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """Unfinished work on one memory, as :meth:`RecordStore.unsettled` reports it."""
+
+    memory_id: str
+    user_id: str
+    op: PendingOp
+
+
+class RecordOrder(str, Enum):
+    """Orders of :meth:`RecordStore.scan` (ties: insertion order for SQLite, the id for Qdrant)."""
+
+    NEWEST = "newest"  # created_at descending
+    OLDEST = "oldest"  # created_at ascending
+    IMPORTANT = "important"  # importance descending, then created_at descending
+
+
+@dataclass(frozen=True, slots=True)
+class RecordQuery:
+    """Which of a user's memories :meth:`RecordStore.scan` returns.
+
+    Attributes:
+        types: tiers to include (``None`` = all).
+        deleted: ``False`` live only, ``True`` soft-deleted only, ``None`` both.
+        session_id: only this session.
+        time_range: ``(from, to)`` epoch seconds on ``created_at``, inclusive; ``None`` = open.
+        order: see :class:`RecordOrder`.
+        limit: at most this many (``None`` = all).
+    """
+
+    types: tuple[MemoryType, ...] | None = None
+    deleted: bool | None = False
+    session_id: str | None = None
+    time_range: tuple[float | None, float | None] | None = None
+    order: RecordOrder = RecordOrder.NEWEST
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordStats:
+    """A user's memory counts per tier (live and soft-deleted) and mean importance of the live ones."""
+
+    live: dict[str, int] = field(default_factory=dict)
+    deleted: dict[str, int] = field(default_factory=dict)
+    avg_importance: float = 0.0
+
+
+@runtime_checkable
+class RecordStore(Protocol):
+    """The memory of record: records, history, lexical index, facts and pending work, per user.
+
+    See the module docstring for the semantics (atomic unit, duplicate policy, versions, what a
+    concurrent reader sees). Backend failures raise :class:`~hello_memory.errors.StoreError`.
+    """
+
+    @property
+    def backend(self) -> str:
+        """Short backend name, e.g. ``"sqlite"``."""
+        ...
+
+    @property
+    def keeps_vectors(self) -> bool:
+        """True when :attr:`RecordWrite.vector` is stored with the record (server mode)."""
+        ...
+
+    # -- writes -------------------------------------------------------------------------------
+    def apply(self, writes: Sequence[RecordWrite]) -> list[StoredRecord]:
+        """Apply inserts and updates in order; returns each memory as stored afterwards."""
+        ...
+
+    def mark(self, user_id: str, ids: Sequence[str], op: PendingOp) -> None:
+        """Set the pending marker of the user's memories ``ids`` without changing them."""
+        ...
+
+    def settle(self, user_id: str, ids: Sequence[str], *, versions: Mapping[str, int] | None = None) -> None:
+        """Clear the pending markers of the user's memories ``ids`` (their work is done).
+
+        With ``versions`` (memory id → the version the caller wrote), a marker is cleared only while
+        the memory is still at that version: a newer write's marker stays for that writer to settle.
+        """
+        ...
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Hard-delete the user's memories: record, lexical entry, history, facts, marker; returns how many."""
+        ...
+
+    def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
+        """Count one access of each of the user's memories ``ids`` at ``at`` (no version bump)."""
+        ...
+
+    # -- reads --------------------------------------------------------------------------------
+    def read(
+        self, user_id: str, ids: Sequence[str], *, include_deleted: bool = False
+    ) -> dict[str, StoredRecord]:
+        """The user's memories among ``ids`` with their versions (absent ids are skipped)."""
+        ...
+
+    def scan(self, user_id: str, query: RecordQuery) -> list[MemoryItem]:
+        """The user's memories matching ``query``, in its order."""
+        ...
+
+    def ids(self, user_id: str) -> list[str]:
+        """Every memory id of the user, live and soft-deleted."""
+        ...
+
+    def users(self) -> list[str]:
+        """Every user id with at least one memory (a maintenance call, like :meth:`unsettled`)."""
+        ...
+
+    def score_rows(self, ids: Sequence[str], user_id: str) -> dict[str, ScoreRow]:
+        """What the tier formulas need, for the user's live memories among ``ids``."""
+        ...
+
+    def contents(self, ids: Sequence[str], user_id: str) -> dict[str, str]:
+        """The text of the user's live memories among ``ids``."""
+        ...
+
+    def previous_in_session(self, ids: Sequence[str], user_id: str) -> dict[str, str]:
+        """For each live episodic memory among ``ids``, the live episodic turn before it in its session."""
+        ...
+
+    def lexical_search(
+        self,
+        user_id: str,
+        tokens: Sequence[str],
+        *,
+        types: Sequence[str] | None,
+        limit: int,
+        session_id: str | None = None,
+        time_range: tuple[float | None, float | None] | None = None,
+    ) -> dict[str, float]:
+        """BM25-style scores (higher is better) of the user's live memories matching any token."""
+        ...
+
+    def lexical_evidence(self, user_id: str, tokens: Sequence[str], ids: Sequence[str]) -> dict[str, float]:
+        """The idf-weighted share of the query's distinct terms each of the user's live memories among
+        ``ids`` holds, in [0, 1] (the relevance floor's lexical evidence; formula in
+        :meth:`hello_memory.stores.records.sqlite_lexical.ConversationLexicalIndex.lexical_evidence`)."""
+        ...
+
+    def history(self, memory_id: str, user_id: str) -> list[HistoryEntry]:
+        """Every recorded change of one of the user's memories, in the order applied."""
+        ...
+
+    def conflicting_facts(self, user_id: str, subject_id: str, relation: str, object_id: str) -> list[str]:
+        """Ids of the user's current (live, not superseded) memories asserting (subject, relation, another object)."""
+        ...
+
+    def stats(self, user_id: str) -> RecordStats:
+        """Counts per tier and mean importance."""
+        ...
+
+    def unsettled(self) -> list[Pending]:
+        """Pending work of every user (recovery after a crash)."""
+        ...
+
+    # -- deletion and lifecycle ----------------------------------------------------------------
+    def forget_user(self, user_id: str) -> dict[str, int]:
+        """Delete everything of the user; returns deleted counts per kind."""
+        ...
+
+    def residue(self, user_id: str) -> dict[str, int]:
+        """What is left of the user per kind (0 everywhere after :meth:`forget_user`)."""
+        ...
+
+    def scrub(self, *, vacuum: bool = False) -> None:
+        """Physically drop deleted data where the backend keeps it (embedded files); no-op elsewhere."""
+        ...
+
+    def close(self) -> None:
+        """Release resources; idempotent."""
+        ...
