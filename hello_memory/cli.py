@@ -217,7 +217,7 @@ def import_(
         raise typer.Exit(2) from None
     except HelloMemoryError as e:
         _fail(e)
-    typer.echo(f"imported {done['memories']} memories, counts verified ({done['reembedded']} embedded again)")
+    typer.echo(f"imported {done.memories} memories, counts verified ({done.reembedded} embedded again)")
 
 
 @app.command()
@@ -247,8 +247,8 @@ def reindex(
     except HelloMemoryError as e:
         _fail(e)
     typer.echo(
-        f"graph rebuilt: {done['memories']} semantic memories of {done['users']} users linked "
-        f"({done['recovered']} pending operations completed first)"
+        f"graph rebuilt: {done.memories} semantic memories of {done.users} users linked "
+        f"({done.recovered} pending operations completed first)"
     )
 
 

@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,9 +26,11 @@ from hello_memory.models import (
     ConsolidateReport,
     ForgetReport,
     HistoryEntry,
+    ImportReport,
     MemoryItem,
     MemoryStats,
     MemoryType,
+    ReindexReport,
     ScoredMemory,
     utcnow,
 )
@@ -420,6 +422,30 @@ class MemoryManager:
             user_id=user_id,
             limit=limit,
         )
+
+    # -- whole stores: moving and repairing (what `hello-memory export --full / import / reindex` call) ----
+    def export_lines(self, *, vectors: bool = True, users: Sequence[str] | None = None) -> Iterator[str]:
+        """Every user's memories (or ``users``'), with history and vectors, as JSON Lines.
+
+        The format is described in :mod:`hello_memory.core.transfer`; :meth:`import_lines` reads it
+        back in either mode (a data directory or servers).
+        """
+        from hello_memory.core.transfer import export_lines
+
+        chosen = None if users is None else [check_id(u, "users") for u in users]
+        return export_lines(self, vectors=check_flag(vectors, "vectors"), users=chosen)
+
+    def import_lines(self, lines: Iterable[str], *, reembed: bool = False) -> ImportReport:
+        """Import an export written by :meth:`export_lines`; idempotent (see :mod:`hello_memory.core.transfer`)."""
+        from hello_memory.core.transfer import import_lines
+
+        return import_lines(self, lines, reembed=check_flag(reembed, "reembed"))
+
+    def reindex_graph(self, user_id: str | None = None) -> ReindexReport:
+        """Rebuild the knowledge graph of one user (or of every user) from the records."""
+        from hello_memory.core.reindex import rebuild_graph
+
+        return rebuild_graph(self, None if user_id is None else check_id(user_id, "user_id"))
 
     def _now(self) -> datetime:
         return utcnow()

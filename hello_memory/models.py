@@ -195,3 +195,22 @@ class MemoryStats(BaseModel):
     avg_importance: float = 0.0
     embedder: str = ""
     vector_backend: str = ""
+
+
+class ImportReport(BaseModel):
+    """What ``import_lines`` stored: memories read from the export and vectors embedded again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memories: int = Field(0, description="memories of the export now stored (imported or already there)")
+    reembedded: int = Field(0, description="memories embedded again (no usable vector in the export)")
+
+
+class ReindexReport(BaseModel):
+    """What ``reindex_graph`` rebuilt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    users: int = Field(0, description="users whose graph was rebuilt")
+    memories: int = Field(0, description="semantic memories linked again")
+    recovered: int = Field(0, description="pending operations completed first")

@@ -16,7 +16,7 @@ Example:
     >>> import tempfile
     >>> with MemoryManager(Settings(home=tempfile.mkdtemp(), embedder="tfidf"), user_id="u") as mm:
     ...     _ = mm.add("Alice lives in Paris", memory_type="semantic")
-    ...     rebuild_graph(mm)["memories"]
+    ...     rebuild_graph(mm).memories
     1
 """
 
@@ -25,19 +25,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hello_memory.core.semantic import links_of
-from hello_memory.models import MemoryType
+from hello_memory.models import MemoryType, ReindexReport
 from hello_memory.stores.records.base import RecordQuery
 
 if TYPE_CHECKING:
     from hello_memory.manager import MemoryManager
 
 
-def rebuild_graph(mm: MemoryManager, user_id: str | None = None) -> dict[str, int]:
+def rebuild_graph(mm: MemoryManager, user_id: str | None = None) -> ReindexReport:
     """Rebuild the graph of one user (or of every user with memories); returns what was linked.
 
     Returns:
-        ``{"users": n, "memories": m, "recovered": k}``: users rebuilt, memories linked, pending
-        operations completed first.
+        users rebuilt, memories linked, pending operations completed first.
     """
     recovered = mm.recover()
     users = [user_id] if user_id is not None else sorted(mm.bundle.records.users())
@@ -49,4 +48,4 @@ def rebuild_graph(mm: MemoryManager, user_id: str | None = None) -> dict[str, in
             for item in items:
                 mm.bundle.graph.link(uid, item.id, *links_of(item))
         linked += len(items)
-    return {"users": len(users), "memories": linked, "recovered": recovered}
+    return ReindexReport(users=len(users), memories=linked, recovered=recovered)

@@ -29,7 +29,7 @@ from hello_memory.core import index as memory_index
 from hello_memory.core import server_writes as record_writes
 from hello_memory.core.semantic import links_of
 from hello_memory.errors import EmbedderMismatchError, InvalidInputError, StoreError
-from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
+from hello_memory.models import HistoryEntry, ImportReport, MemoryItem, MemoryType
 from hello_memory.stores.records.base import PendingOp, RecordOrder, RecordQuery, RecordWrite
 
 if TYPE_CHECKING:
@@ -96,8 +96,8 @@ def read_header(line: str) -> dict[str, Any]:
 
 def import_lines(
     mm: MemoryManager, lines: IO[str] | Iterable[str], *, reembed: bool = False
-) -> dict[str, int]:
-    """Import an export into ``mm``'s stores; returns ``{"memories": n, "reembedded": k}``.
+) -> ImportReport:
+    """Import an export into ``mm``'s stores; returns how many memories it holds and how many were embedded again.
 
     Raises:
         EmbedderMismatchError: the export's vectors come from another embedder (pass ``reembed``).
@@ -133,7 +133,7 @@ def import_lines(
     if batch:
         reembedded += _write(mm, batch, reuse)
     _verify(mm, header, ids)
-    return {"memories": sum(map(len, ids.values())), "reembedded": reembedded}
+    return ImportReport(memories=sum(map(len, ids.values())), reembedded=reembedded)
 
 
 def _memory_line(raw: str, n: int) -> tuple[MemoryItem, tuple[HistoryEntry, ...], np.ndarray | None]:

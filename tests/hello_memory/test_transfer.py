@@ -13,6 +13,7 @@ from hello_memory import MemoryManager, Settings
 from hello_memory.cli import app
 from hello_memory.core.transfer import export_lines, import_lines
 from hello_memory.errors import EmbedderMismatchError, InvalidInputError, StoreError
+from hello_memory.models import ImportReport
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 
 
@@ -45,8 +46,8 @@ def test_a_data_directory_moves_to_server_mode_and_back(tmp_path: Path) -> None:
 
     server = Settings(home=tmp_path / "never", embedder="tfidf", qdrant_url=str(tmp_path / "qdrant"))
     with MemoryManager(server, user_id="alice") as mm:
-        assert import_lines(mm, dump) == {"memories": 5, "reembedded": 0}  # the vectors travelled
-        assert import_lines(mm, dump)["memories"] == 5  # idempotent
+        assert import_lines(mm, dump) == ImportReport(memories=5, reembedded=0)  # the vectors travelled
+        assert import_lines(mm, dump).memories == 5  # idempotent
         assert {u: _state(mm, u) for u in ("alice", "bob")} == before
         assert mm.get(ids["paris"]).superseded_by is not None
         assert [h.item.id for h in mm.search("Berlin conference", limit=1)] == [ids["turn"]]
@@ -56,7 +57,7 @@ def test_a_data_directory_moves_to_server_mode_and_back(tmp_path: Path) -> None:
     assert not (tmp_path / "never").exists()
 
     with MemoryManager(Settings(home=tmp_path / "again", embedder="tfidf"), user_id="alice") as mm:
-        assert import_lines(mm, back)["reembedded"] == 4  # no vectors in the file: the 4 live ones embedded
+        assert import_lines(mm, back).reembedded == 4  # no vectors in the file: the 4 live ones embedded
         assert {u: _state(mm, u) for u in ("alice", "bob")} == before
         assert [h.item.id for h in mm.search("Berlin conference", limit=1)] == [ids["turn"]]
 
@@ -70,7 +71,7 @@ def test_another_embedder_is_refused_unless_reembedding(tmp_path: Path) -> None:
         with pytest.raises(EmbedderMismatchError, match="--reembed"):
             import_lines(mm, dump)
         assert mm.get_all() == []  # nothing imported
-        assert import_lines(mm, dump, reembed=True) == {"memories": 1, "reembedded": 1}
+        assert import_lines(mm, dump, reembed=True) == ImportReport(memories=1, reembedded=1)
         assert [h.item.content for h in mm.search("Paris")] == ["Alice lives in Paris"]
 
 
