@@ -47,7 +47,7 @@ def die(*_a, **_k):
     print(f"{time.perf_counter() - start:.3f}", flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
 
-mm.bundle.sqlite.clear_pending = die
+mm.bundle.records.settle = die  # the write is done, its markers not yet settled
 mm.add_many(specs)
 """
 
@@ -78,7 +78,7 @@ def _time_recovery(home: Path, embedder: Literal["e5", "tfidf"]) -> tuple[float,
     mm = MemoryManager(settings, user_id="bench", embedder=emb)
     elapsed = time.perf_counter() - start
     try:
-        left = len(mm.bundle.sqlite.pending())
+        left = len(mm.bundle.records.unsettled())
         hits = mm.search("memory 17: on day 17 the user talked about topic 17 and mentioned item", limit=3)
         assert any(h.item.content.startswith("memory 17:") for h in hits), "recovered memories not searchable"
     finally:

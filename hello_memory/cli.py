@@ -172,10 +172,9 @@ def export(
     try:
         if full:  # on the stores themselves: QDRANT_URL / NEO4J_URI, or --home
             from hello_memory import MemoryManager, Settings
-            from hello_memory.core.transfer import export_lines
 
             with MemoryManager(Settings() if home is None else Settings(home=home)) as mm:
-                lines = list(export_lines(mm, vectors=vectors))
+                lines = list(mm.export_lines(vectors=vectors))
         else:
             with _manager(home, user, server, api_key) as mm:
                 lines = [json.dumps(i.model_dump(mode="json"), ensure_ascii=False) for i in mm.get_all()]
@@ -204,14 +203,13 @@ def import_(
 ) -> None:
     """Import a ``--full`` export into the configured stores (QDRANT_URL / NEO4J_URI, or --home); idempotent."""
     from hello_memory import MemoryManager, Settings
-    from hello_memory.core.transfer import import_lines
 
     try:
         with (
             source.open(encoding="utf-8") as fh,
             MemoryManager(Settings() if home is None else Settings(home=home)) as mm,
         ):
-            done = import_lines(mm, fh, reembed=reembed)
+            done = mm.import_lines(fh, reembed=reembed)
     except OSError as e:
         typer.secho(f"error: cannot read {source}: {e.strerror or e}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
@@ -236,14 +234,13 @@ def reindex(
     memories' records: it repairs a worker killed between the record and the graph write.
     """
     from hello_memory import MemoryManager, Settings
-    from hello_memory.core.reindex import rebuild_graph
 
     if not graph:
         typer.secho("error: say what to rebuild: --graph", fg=typer.colors.RED, err=True)
         raise typer.Exit(2)
     try:
         with MemoryManager(Settings() if home is None else Settings(home=home)) as mm:
-            done = rebuild_graph(mm, user)
+            done = mm.reindex_graph(user)
     except HelloMemoryError as e:
         _fail(e)
     typer.echo(

@@ -11,15 +11,17 @@ Example:
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from hello_memory.core import MemoryCore, deletes, lifecycle, recovery, reports, retrieval, working, writes
 from hello_memory.core import items as _items
-from hello_memory.core import lifecycle, recovery, reports, retrieval
-from hello_memory.core import writes as indexing
+from hello_memory.core.prepare import embed, existing, prepare, prepare_update
 from hello_memory.embedders.base import Embedder
+from hello_memory.embedders.lazy import LazyEmbedder
 from hello_memory.errors import IndexPendingError, InvalidInputError, NotFoundError
 from hello_memory.llm.base import LLMClient
 from hello_memory.models import (
@@ -32,11 +34,11 @@ from hello_memory.models import (
     MemoryType,
     ReindexReport,
     ScoredMemory,
-    utcnow,
 )
 from hello_memory.settings import Settings
+from hello_memory.stores.bundle import StoreBundle
 from hello_memory.stores.graph.base import GraphStore
-from hello_memory.stores.open import StoreBundle, acquire, check_components, release, resolve_home
+from hello_memory.stores.open import acquire, check_components, release, resolve_home
 from hello_memory.stores.records.base import RecordQuery, RecordStore
 from hello_memory.stores.vectors.base import VectorStore
 from hello_memory.validation import check_flag, check_id, check_limit, check_memory_type
@@ -46,6 +48,9 @@ logger = logging.getLogger(__name__)
 
 class MemoryManager:
     """Coordinates working, episodic, semantic and perceptual memory for one or many users.
+
+    The façade validates arguments and delegates to the core (:mod:`hello_memory.core`), which
+    holds the stores the manager was opened with.
 
     Args:
         settings: configuration; ``Settings()`` (environment) when omitted.
@@ -82,7 +87,6 @@ class MemoryManager:
         settings = settings or Settings()
         if home is not None:
             settings = settings.model_copy(update={"home": resolve_home(home)})
-        self.settings = settings
         self.user_id = check_id(user_id, "user_id")
         check_components(
             embedder=embedder, vector_store=vector_store, graph_store=graph_store, llm=llm, record_store=record_store
@@ -96,21 +100,40 @@ class MemoryManager:
         self.enabled: tuple[MemoryType, ...] = tuple(t for t, on in flags.items() if on)
         if not self.enabled:
             raise InvalidInputError("enable at least one memory type")
-        self._embedder = embedder
         self.llm = llm
         self._bundle: StoreBundle | None = acquire(
             settings, vectors=vector_store, graph=graph_store, records=record_store
         )
+        bundle = self._bundle
+        self.core = MemoryCore(
+            records=bundle.records,
+            dense=bundle.dense,
+            graph=bundle.graph,
+            embedder=LazyEmbedder.of(embedder) if embedder is not None else _lazy(settings),
+            llm=llm,
+            settings=settings,
+            enabled=self.enabled,
+            lock=bundle.lock,
+        )
         try:
-            bind = getattr(self._bundle.records, "use_embedder", None) if self._bundle.server else None
-            if bind is not None:  # the record points carry the vectors: name their embedder first
-                bind(self.embedder.name, self.embedder.dimension)
-            recovery.recover(self, opening=True)
+            bundle.bind_embedder(self.core.embedder)
+            recovery.recover(self.core, opening=True)
         except BaseException:
             self.close()
             raise
 
     # -- plumbing ---------------------------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        """The configuration (assigning new settings applies them to every later call)."""
+        return self.core.settings
+
+    @settings.setter
+    def settings(self, value: Settings) -> None:
+        if not isinstance(value, Settings):
+            raise InvalidInputError(f"settings must be a Settings, got {type(value).__name__}", field="settings")
+        self.core = replace(self.core, settings=value)
+
     @property
     def bundle(self) -> StoreBundle:
         """The open stores; raises once the manager is closed."""
@@ -121,14 +144,17 @@ class MemoryManager:
     @property
     def embedder(self) -> Embedder:
         """The text embedder (built from settings on first use)."""
-        if self._embedder is None:
-            from hello_memory.embedders.factory import make_embedder
+        return self.core.embedder.get()
 
-            self._embedder = make_embedder(self.settings)
-        return self._embedder
+    def _open(self) -> MemoryCore:
+        self.bundle  # noqa: B018 - raises once closed
+        return self.core
 
     def _user(self, user_id: str | None) -> str:
         return self.user_id if user_id is None else check_id(user_id, "user_id")
+
+    def _now(self) -> datetime:
+        return self.core.now()
 
     def close(self) -> None:
         """Release the stores (the last user of a data directory closes them); idempotent."""
@@ -165,8 +191,10 @@ class MemoryManager:
         Raises ``InvalidInputError`` for bad input and ``EmbeddingError``/``StoreError`` when a
         backend fails — in every case nothing is stored.
         """
+        core = self._open()
         item = _items.build_item(
-            self,
+            enabled=self.enabled,
+            now=core.now(),
             content=content,
             memory_type=memory_type,
             importance=importance,
@@ -186,27 +214,30 @@ class MemoryManager:
         included: a retried batch stores only what is not stored yet and returns every item, in
         order, as stored. The whole batch commits or none of it does.
         """
-        return self._store(_items.build_items(self, items))
+        core = self._open()
+        return self._store(_items.build_items(items, enabled=self.enabled, now=core.now(), user=self._user))
 
     def _store(self, built: list[MemoryItem]) -> list[MemoryItem]:
         """validate → embed (no lock) → lock → write; items of an earlier try come back as stored."""
         if not built:
             return []
-        known = indexing.existing(self, built)
-        prepared = indexing.prepare(self, [it for it in built if it.id not in known])
-        with self.bundle.lock:
-            stored = {it.id: it for it in indexing.insert(self, prepared)}
+        core = self._open()
+        known = existing(core, built)
+        prepared = prepare(core, [it for it in built if it.id not in known])
+        with core.lock:
+            stored = {it.id: it for it in writes.insert(core, prepared)}
         return [known[it.id] if it.id in known else stored[it.id] for it in built]
 
     # -- read -------------------------------------------------------------------------------
     def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:
         """One memory of the user; ``NotFoundError`` if absent or another user's."""
+        core = self._open()
         uid = self._user(user_id)
         check_id(memory_id, "memory_id")
         deleted_too = check_flag(include_deleted, "include_deleted")
-        stored = self.bundle.records.read(uid, [memory_id], include_deleted=deleted_too).get(memory_id)
+        stored = core.records.read(uid, [memory_id], include_deleted=deleted_too).get(memory_id)
         found = None if stored is None else stored.item
-        if found is None or (found.memory_type == MemoryType.WORKING and lifecycle.expired(self, found)):
+        if found is None or core.expired(found):
             raise NotFoundError(f"no memory {memory_id!r} for user {uid!r}", object_id=memory_id)
         return found
 
@@ -219,14 +250,15 @@ class MemoryManager:
         include_deleted: bool = False,
     ) -> list[MemoryItem]:
         """The user's memories, newest first."""
+        core = self._open()
         uid = self._user(user_id)
         types = (check_memory_type(memory_type, self.enabled),) if memory_type is not None else self.enabled
         deleted = None if check_flag(include_deleted, "include_deleted") else False
-        lifecycle.expire_working(self, uid)
+        working.expire_working(core, uid)
         query = RecordQuery(
             types=tuple(types), deleted=deleted, limit=None if limit is None else check_limit(limit, maximum=10**9)
         )
-        return self.bundle.records.scan(uid, query)
+        return core.records.scan(uid, query)
 
     def search(
         self,
@@ -250,9 +282,10 @@ class MemoryManager:
         memories made then are preferred by ``Settings.time_weight``, unlike ``time_range``, which
         excludes everything outside it.
         """
-        with self.bundle.lock:
+        core = self._open()
+        with core.lock:
             return retrieval.search(
-                self,
+                core,
                 query,
                 user_id=self._user(user_id),
                 memory_types=memory_types,
@@ -266,7 +299,7 @@ class MemoryManager:
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """Every change of one memory, oldest first (empty after ``remove``)."""
-        return self.bundle.records.history(check_id(memory_id, "memory_id"), self._user(user_id))
+        return self._open().records.history(check_id(memory_id, "memory_id"), self._user(user_id))
 
     # -- change -----------------------------------------------------------------------------
     def update(
@@ -282,16 +315,17 @@ class MemoryManager:
 
         All-or-nothing: when the vector index or the graph cannot take the change, the memory stays
         exactly as it was (old content searchable, no history entry) and ``StoreError`` is raised;
-        the caller can simply retry. See :mod:`hello_memory.core.journal` for why an update rolls back
+        the caller can simply retry. See :mod:`hello_memory.core.unit` for why an update rolls back
         rather than reporting "committed, index pending" (which only deletions do).
         """
+        core = self._open()
         uid = self._user(user_id)
-        prep = indexing.prepare_update(self, self.get(memory_id, user_id=uid), content, importance, metadata)
-        with self.bundle.lock:
+        prep = prepare_update(core, self.get(memory_id, user_id=uid), content, importance, metadata)
+        with core.lock:
             current = self.get(memory_id, user_id=uid)
             if not prep.fits(current):  # its content changed while we embedded: prepare again
-                prep = indexing.prepare_update(self, current, content, importance, metadata)
-            return indexing.update(self, prep, current)
+                prep = prepare_update(core, current, content, importance, metadata)
+            return writes.update(core, prep, current)
 
     def remove(self, memory_id: str, *, user_id: str | None = None) -> None:
         """Delete a memory from every store, history and graph edges included (not restorable).
@@ -299,31 +333,33 @@ class MemoryManager:
         Raises :class:`~hello_memory.errors.IndexPendingError` when the memory is deleted but its
         vector or graph links could not be removed yet (completed on the next open).
         """
-        with self.bundle.lock:
-            indexing.remove(self, [self.get(memory_id, user_id=user_id, include_deleted=True)])
+        core = self._open()
+        with core.lock:
+            deletes.remove(core, [self.get(memory_id, user_id=user_id, include_deleted=True)])
 
     def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryItem:
         """Undo a soft delete (``forget`` without ``purge``); all-or-nothing like :meth:`update`."""
+        core = self._open()
         uid = self._user(user_id)
         item = self.get(memory_id, user_id=uid, include_deleted=True)
         if item.deleted_at is None:
             return item
-        vectors = indexing.prepare_restore(self, item)  # embedding needs no lock
-        with self.bundle.lock:
+        vectors = embed(core, [item])  # embedding needs no lock
+        with core.lock:
             current = self.get(memory_id, user_id=uid, include_deleted=True)
             if current.deleted_at is None:
                 return current
             if current.content != item.content:
-                vectors = indexing.prepare_restore(self, current)
-            return indexing.restore(self, current, vectors)
+                vectors = embed(core, [current])
+            return writes.restore(core, current, vectors)
 
     def recover(self) -> int:
-        """Complete journalled index work now (it also runs on open); returns how many operations.
+        """Complete pending index work now (it also runs on open); returns how many operations.
 
         After an :class:`~hello_memory.errors.IndexPendingError` (or a ``StoreError`` saying the
         index is repaired later), call this once the store works again.
         """
-        return recovery.recover(self)
+        return recovery.recover(self._open())
 
     def forget(
         self,
@@ -337,9 +373,10 @@ class MemoryManager:
         purge: bool = False,
     ) -> ForgetReport:
         """Forget by ``importance_based``, ``time_based``, ``capacity_based`` or ``combined`` policy."""
-        with self.bundle.lock:
+        core = self._open()
+        with core.lock:
             return lifecycle.forget(
-                self,
+                core,
                 strategy,
                 threshold=threshold,
                 max_age_days=max_age_days,
@@ -363,18 +400,18 @@ class MemoryManager:
         semantic. Any other pair (back towards working memory, or perceptual as source or target)
         raises :class:`InvalidInputError` and changes nothing.
         """
-        with self.bundle.lock:
-            return lifecycle.consolidate(
-                self, from_type, to_type, importance_threshold, user_id=self._user(user_id)
-            )
+        core = self._open()
+        with core.lock:
+            return lifecycle.consolidate(core, from_type, to_type, importance_threshold, user_id=self._user(user_id))
 
     def clear_all(self, user_id: str | None = None) -> int:
         """Delete all of one user's memories (never another user's); returns how many."""
+        core = self._open()
         uid = self._user(user_id)
-        with self.bundle.lock:
-            found = self.bundle.records.scan(uid, RecordQuery(deleted=None))
+        with core.lock:
+            found = core.records.scan(uid, RecordQuery(deleted=None))
             try:
-                indexing.remove(self, found)
+                deletes.remove(core, found)
             except IndexPendingError as e:
                 e.result = len(found)
                 raise
@@ -382,14 +419,15 @@ class MemoryManager:
 
     def forget_user(self, user_id: str) -> dict[str, int]:
         """Remove everything of ``user_id`` from every store; returns per-store counts."""
+        core = self._open()
         uid = check_id(user_id, "user_id")
-        with self.bundle.lock:
-            return indexing.forget_user(self, uid)
+        with core.lock:
+            return deletes.forget_user(core, uid)
 
     # -- reports ----------------------------------------------------------------------------
     def stats(self, *, user_id: str | None = None) -> MemoryStats:
         """Counts per tier, deleted count, graph size and the backends in use."""
-        return reports.stats(self, self._user(user_id))
+        return reports.stats(self._open(), self._user(user_id))
 
     def summary(self, limit: int = 10, *, user_id: str | None = None) -> str:
         """A readable summary: counts per tier, then the most important memories of each.
@@ -398,7 +436,7 @@ class MemoryManager:
         one JSON-quoted line each inside a ``<memory_evidence>`` block, so a stored ``assistant: ...``
         line or ``<|im_start|>system`` reaches a model as data, never as chat structure.
         """
-        return reports.summary(self, check_limit(limit), self._user(user_id))
+        return reports.summary(self._open(), check_limit(limit), self._user(user_id))
 
     def build_context(
         self,
@@ -433,22 +471,27 @@ class MemoryManager:
         from hello_memory.core.transfer import export_lines
 
         chosen = None if users is None else [check_id(u, "users") for u in users]
-        return export_lines(self, vectors=check_flag(vectors, "vectors"), users=chosen)
+        return export_lines(self._open(), vectors=check_flag(vectors, "vectors"), users=chosen)
 
     def import_lines(self, lines: Iterable[str], *, reembed: bool = False) -> ImportReport:
         """Import an export written by :meth:`export_lines`; idempotent (see :mod:`hello_memory.core.transfer`)."""
         from hello_memory.core.transfer import import_lines
 
-        return import_lines(self, lines, reembed=check_flag(reembed, "reembed"))
+        return import_lines(self._open(), lines, reembed=check_flag(reembed, "reembed"))
 
     def reindex_graph(self, user_id: str | None = None) -> ReindexReport:
         """Rebuild the knowledge graph of one user (or of every user) from the records."""
         from hello_memory.core.reindex import rebuild_graph
 
-        return rebuild_graph(self, None if user_id is None else check_id(user_id, "user_id"))
+        return rebuild_graph(self._open(), None if user_id is None else check_id(user_id, "user_id"))
 
-    def _now(self) -> datetime:
-        return utcnow()
 
-    def _ttl(self) -> timedelta:
-        return timedelta(minutes=self.settings.working_ttl_minutes)
+def _lazy(settings: Settings) -> LazyEmbedder:
+    """The settings' embedder, built on first use (opening a memory loads no model)."""
+
+    def build() -> Embedder:
+        from hello_memory.embedders.factory import make_embedder
+
+        return make_embedder(settings)
+
+    return LazyEmbedder(build, label=settings.resolved_embedder())

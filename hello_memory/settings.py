@@ -24,6 +24,21 @@ EmbedderName = Literal["auto", "e5", "sentence-transformers", "dashscope", "tfid
 FusionName = Literal["convex", "rrf", "dense"]
 
 
+#: Named retrieval presets: the settings each one fixes (everything else keeps its default).
+#: ``paper`` reproduces the seed's tier formulas exactly: dense-only similarity
+#: (``sim = max(0, cosine)``), no participant, time or question/answer boosts, no relevance floor.
+PRESETS: dict[str, dict[str, object]] = {
+    "default": {},
+    "paper": {
+        "fusion": "dense",
+        "participant_weight": 0.0,
+        "time_weight": 0.0,
+        "adjacency_weight": 0.0,
+        "relevance_floor": False,
+    },
+}
+
+
 class Settings(BaseSettings):
     """Configuration; every field can be set from the environment or passed directly.
 
@@ -101,8 +116,8 @@ class Settings(BaseSettings):
         ge=0,
         le=1,
         description="opt-in (0 = off): a conversational turn and the next one, by another participant, when "
-        "the first asks something, each get at least this share of the other's relevance (0.9 was tuned on "
-        "LoCoMo's development conversations; BENCHMARKS.md has the cross-validated figures)",
+        "the first asks something, each get at least this share of the other's relevance (why it is "
+        "opt-in, and the value that helped where it helps: BENCHMARKS.md)",
     )
     time_weight: float = Field(
         default=0.3,
@@ -153,6 +168,19 @@ class Settings(BaseSettings):
         e5). DashScope embeddings are chosen with ``embedder="dashscope"``.
         """
         return "e5" if self.embedder == "auto" else self.embedder
+
+    @classmethod
+    def preset(cls, name: str, **overrides: object) -> Settings:
+        """Settings of a named retrieval preset (:data:`PRESETS`), with ``overrides`` on top.
+
+        Example:
+            >>> s = Settings.preset("paper", home="/tmp/hm")
+            >>> s.fusion, s.relevance_floor
+            ('dense', False)
+        """
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+        return cls(**{**PRESETS[name], **overrides})
 
     def llm_configured(self) -> bool:
         """True when an LLM endpoint can be built from these settings."""

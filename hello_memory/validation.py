@@ -15,6 +15,10 @@ from hello_memory.models import MemoryType
 
 MAX_CONTENT_CHARS = 200_000
 MAX_METADATA_BYTES = 64_000
+#: Nesting depth of metadata (and typed fields): deeper JSON is refused at the write gate, because
+#: the readers of a stored memory (pydantic, JSON parsers of clients in any language) have
+#: recursion limits of their own, and a memory none of them can read would be lost to its user.
+MAX_METADATA_DEPTH = 32
 MAX_ID_CHARS = 256
 MAX_LIMIT = 1000
 #: Valid range of every datetime argument and stored time (UTC).
@@ -142,6 +146,7 @@ def check_metadata(value: Any) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}", field="metadata")
+    check_depth(value, "metadata")
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as e:
@@ -151,6 +156,27 @@ def check_metadata(value: Any) -> dict[str, Any]:
     if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
         raise InvalidInputError(f"metadata is larger than {MAX_METADATA_BYTES} bytes", field="metadata")
     return dict(json.loads(encoded))
+
+
+def check_depth(value: Any, field: str, *, limit: int = MAX_METADATA_DEPTH) -> None:
+    """Refuse JSON-like data nested deeper than ``limit`` (iterative: no recursion to exhaust).
+
+    Example:
+        >>> check_depth({"a": [{"b": 1}]}, "metadata")
+        >>> check_depth([[[1]]], "metadata", limit=2)
+        Traceback (most recent call last):
+        ...
+        hello_memory.errors.InvalidInputError: metadata is nested deeper than 2 levels
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list | tuple) else ()
+        for child in children:
+            if isinstance(child, dict | list | tuple):
+                if depth + 1 > limit:
+                    raise InvalidInputError(f"{field} is nested deeper than {limit} levels", field=field)
+                stack.append((child, depth + 1))
 
 
 def check_datetime(value: Any, field: str) -> datetime:

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from hello_memory.errors import StoreError
-from hello_memory.stores.records.sqlite import fts_tokens, scope_token
+from hello_memory.stores.records.sqlite_lexical import fts_tokens, scope_token
 from hello_memory.stores.sqlite_base import SQLiteDatabase
 from rag.models import DocumentInfo
 

@@ -20,18 +20,10 @@ from typing import Any
 from benchmarks.datasets.base import Doc, Query
 from benchmarks.systems.base import SystemContext, SystemUnavailableError
 from benchmarks.systems.views import ASSISTANT_SPEAKERS, chat_messages
+from hello_memory.settings import PRESETS
 from hello_memory.stores.records.sqlite_lexical import TURN_EVENT_TYPE
 
-PROFILES: dict[str, dict[str, Any]] = {
-    "default": {},
-    "paper": {
-        "fusion": "dense",
-        "participant_weight": 0.0,
-        "time_weight": 0.0,
-        "adjacency_weight": 0.0,
-        "relevance_floor": False,
-    },
-}
+PROFILES: dict[str, dict[str, Any]] = PRESETS  # the product's named presets (hello_memory.settings)
 ROLE_SPEAKERS = ASSISTANT_SPEAKERS | {"user", "human"}
 ADD_BATCH = 256
 

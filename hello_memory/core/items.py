@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import mimetypes
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from hello_memory.core.gate import TYPED_FIELDS, check_item
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import MemoryItem, MemoryType, Modality
 from hello_memory.validation import (
-    MAX_METADATA_BYTES,
     check_datetime,
     check_id,
     check_importance,
@@ -22,20 +22,6 @@ from hello_memory.validation import (
     check_text,
 )
 
-if TYPE_CHECKING:
-    from hello_memory.manager import MemoryManager
-
-TYPED_FIELDS = {
-    "event_type",
-    "context",
-    "outcome",
-    "participants",
-    "tags",
-    "modality",
-    "source_path",
-    "agent_id",
-    "valid_from",
-}
 #: Keys of an ``add_many`` item besides the typed fields.
 ITEM_KEYS = {
     "content",
@@ -65,8 +51,9 @@ def infer_modality(path: str | None) -> Modality:
 
 
 def build_item(
-    mm: MemoryManager,
     *,
+    enabled: tuple[MemoryType, ...],
+    now: datetime,
     content: Any,
     memory_type: Any,
     importance: Any,
@@ -77,9 +64,12 @@ def build_item(
     fields: dict[str, Any],
     memory_id: Any = None,
 ) -> MemoryItem:
-    """Validate the arguments of ``add`` and build the item (nothing is stored here)."""
+    """Validate the arguments of ``add`` and build the item (nothing is stored here).
+
+    ``enabled`` are the tiers a memory may go to; ``now`` is its time unless ``created_at`` is given.
+    """
     content = check_text(content, "content")
-    mt = check_memory_type(memory_type, mm.enabled)
+    mt = check_memory_type(memory_type, enabled)
     unknown = set(fields) - TYPED_FIELDS
     if unknown:
         hint = "; a client-supplied id is 'memory_id'" if "id" in unknown else ""
@@ -88,7 +78,6 @@ def build_item(
     kwargs: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
     if memory_id is not None:
         kwargs["id"] = check_memory_id(memory_id)
-    now = mm._now()
     if mt == MemoryType.PERCEPTUAL:
         _perceptual_fields(kwargs, meta)
     if kwargs.get("agent_id") is not None:
@@ -111,12 +100,16 @@ def build_item(
         )
     except ValueError as e:  # pydantic validation of typed fields
         raise InvalidInputError(f"invalid memory fields: {e}") from e
-    _check_storable(item)
-    return item
+    return check_item(item)
 
 
-def build_items(mm: MemoryManager, specs: Iterable[Any]) -> list[MemoryItem]:
-    """Validate every ``add_many`` item (dicts with at least ``content``) before any is stored."""
+def build_items(
+    specs: Iterable[Any], *, enabled: tuple[MemoryType, ...], now: datetime, user: Callable[[Any], str]
+) -> list[MemoryItem]:
+    """Validate every ``add_many`` item (dicts with at least ``content``) before any is stored.
+
+    ``user`` turns an item's ``user_id`` (``None`` when it has none) into the checked user id.
+    """
     if isinstance(specs, str | bytes | dict) or not isinstance(specs, Iterable):
         raise InvalidInputError("items must be an iterable of dicts, each with at least 'content'")
     built: list[MemoryItem] = []
@@ -127,11 +120,12 @@ def build_items(mm: MemoryManager, specs: Iterable[Any]) -> list[MemoryItem]:
             raise InvalidInputError(f"item {n} has no 'content'", field="content")
         built.append(
             build_item(
-                mm,
+                enabled=enabled,
+                now=now,
                 content=spec["content"],
                 memory_type=spec.get("memory_type", "working"),
                 importance=spec.get("importance", 0.5),
-                user_id=mm._user(spec.get("user_id")),
+                user_id=user(spec.get("user_id")),
                 session_id=spec.get("session_id"),
                 created_at=spec.get("created_at"),
                 metadata=spec.get("metadata"),
@@ -173,17 +167,6 @@ def _check_participants(value: Any) -> list[str]:
     if not all(isinstance(v, str) and v for v in names):
         raise InvalidInputError("participants must be non-empty names (strings)", field="participants")
     return list(dict.fromkeys(names))
-
-
-def _check_storable(item: MemoryItem) -> None:
-    """Typed fields must be storable text (no lone surrogates) and as bounded as metadata."""
-    try:
-        encoded = json.dumps(item.model_dump(mode="json", include=TYPED_FIELDS), ensure_ascii=False)
-        size = len(encoded.encode("utf-8"))
-    except UnicodeEncodeError as e:
-        raise InvalidInputError(f"typed memory fields are not valid Unicode text ({e.reason})") from e
-    if size > MAX_METADATA_BYTES:
-        raise InvalidInputError(f"typed memory fields are larger than {MAX_METADATA_BYTES} bytes")
 
 
 def media_hash(path: Path) -> str | None:

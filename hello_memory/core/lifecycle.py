@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hello_memory.core import writes as indexing
+from hello_memory.core import MemoryCore, writes
+from hello_memory.core.deletes import remove, soft_delete
+from hello_memory.core.prepare import prepare
 from hello_memory.core.scoring import recency
-from hello_memory.errors import DiskFullError, IndexPendingError, InvalidInputError, LLMError
-from hello_memory.language.text import estimate_tokens, lexical_tokens
+from hello_memory.errors import IndexPendingError, InvalidInputError, LLMError
+from hello_memory.language.text import lexical_tokens
 from hello_memory.models import (
     ConsolidateReport,
     ForgetReport,
@@ -27,59 +29,20 @@ from hello_memory.validation import (
     check_number,
 )
 
-if TYPE_CHECKING:
-    from hello_memory.manager import MemoryManager
-
 logger = logging.getLogger(__name__)
 STRATEGIES = ("importance_based", "time_based", "capacity_based", "combined")
 DUPLICATE_COSINE = 0.97
 
 
-def expired(mm: MemoryManager, item: MemoryItem) -> bool:
-    """True when a working memory outlived its TTL."""
-    return item.memory_type == MemoryType.WORKING and mm._now() - item.created_at > mm._ttl()
-
-
-def expire_working(mm: MemoryManager, user_id: str) -> None:
-    """Delete the user's working memories older than the TTL."""
-    if MemoryType.WORKING not in mm.enabled:
-        return
-    cutoff = (mm._now() - mm._ttl()).timestamp()
-    old = mm.bundle.records.scan(user_id, RecordQuery(types=(MemoryType.WORKING,), time_range=(None, cutoff)))
-    if old:
-        try:
-            indexing.purge(mm, old)
-        except DiskFullError as e:  # reads call this and go on; the purge runs once there is room
-            logger.warning("expired working memories not purged: %s", e)
-
-
-def enforce_working_limits(mm: MemoryManager, user_id: str) -> None:
-    """Keep at most ``working_capacity`` items and ``working_token_budget`` tokens (least important go first)."""
-    expire_working(mm, user_id)
-    items = mm.bundle.records.scan(user_id, RecordQuery(types=(MemoryType.WORKING,), order=RecordOrder.IMPORTANT))
-    keep, tokens, evict = 0, 0, []
-    for it in items:
-        t = estimate_tokens(it.content)
-        if keep < mm.settings.working_capacity and (
-            keep == 0 or tokens + t <= mm.settings.working_token_budget
-        ):
-            keep += 1
-            tokens += t
-        else:
-            evict.append(it)
-    if evict:
-        indexing.purge(mm, evict)
-
-
 def _select(
-    mm: MemoryManager,
+    core: MemoryCore,
     items: list[MemoryItem],
     strategy: str,
     threshold: float,
     max_age_days: float,
     capacity: int | None,
 ) -> list[tuple[MemoryItem, str]]:
-    now = mm._now()
+    now = core.now()
     if strategy == "importance_based":
         return [
             (it, f"importance {it.importance:.2f} < {threshold}") for it in items if it.importance < threshold
@@ -106,7 +69,7 @@ def _select(
 
 
 def forget(
-    mm: MemoryManager,
+    core: MemoryCore,
     strategy: str,
     *,
     threshold: Any,
@@ -126,11 +89,11 @@ def forget(
     max_age = check_number(max_age_days, "max_age_days")
     if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0):
         raise InvalidInputError("capacity must be a non-negative integer", field="capacity")
-    types = check_memory_types(memory_types, mm.enabled)
+    types = check_memory_types(memory_types, core.enabled)
     chosen: list[tuple[MemoryItem, str]] = []
     for t in types:  # capacity applies per tier
-        items = mm.bundle.records.scan(user_id, RecordQuery(types=(t,)))
-        chosen += _select(mm, items, strategy, threshold, max_age, capacity)
+        items = core.records.scan(user_id, RecordQuery(types=(t,)))
+        chosen += _select(core, items, strategy, threshold, max_age, capacity)
     report = ForgetReport(
         strategy=strategy,
         purged=purge,
@@ -141,9 +104,9 @@ def forget(
     )
     try:
         if purge and chosen:
-            indexing.remove(mm, [it for it, _ in chosen])
+            remove(core, [it for it, _ in chosen])
         elif chosen:
-            indexing.soft_delete(mm, [it for it, _ in chosen], [r for _, r in chosen])
+            soft_delete(core, [it for it, _ in chosen], [r for _, r in chosen])
     except IndexPendingError as e:  # committed: the report is true, only the index lags
         e.result = report
         raise
@@ -151,23 +114,23 @@ def forget(
 
 
 def consolidate(
-    mm: MemoryManager, from_type: Any, to_type: Any, importance_threshold: Any, *, user_id: str
+    core: MemoryCore, from_type: Any, to_type: Any, importance_threshold: Any, *, user_id: str
 ) -> ConsolidateReport:
     """See :meth:`MemoryManager.consolidate`: all-or-nothing, de-duplicated against the target tier."""
-    src = check_memory_type(from_type, mm.enabled, "from_type")
-    dst = check_memory_type(to_type, mm.enabled, "to_type")
+    src = check_memory_type(from_type, core.enabled, "from_type")
+    dst = check_memory_type(to_type, core.enabled, "to_type")
     _check_direction(src, dst)
     threshold = check_importance(importance_threshold, "importance_threshold")
     sources = [
         it
-        for it in mm.bundle.records.scan(user_id, RecordQuery(types=(src,), order=RecordOrder.OLDEST))
+        for it in core.records.scan(user_id, RecordQuery(types=(src,), order=RecordOrder.OLDEST))
         if it.importance >= threshold
     ]
     report = ConsolidateReport(from_type=src, to_type=dst, importance_threshold=threshold)
     if not sources:
         return report
-    texts, by_llm = _summaries(mm, sources, dst)
-    existing = {_norm(it.content): it for it in mm.bundle.records.scan(user_id, RecordQuery(types=(dst,)))}
+    texts, by_llm = _summaries(core, sources, dst)
+    existing = {_norm(it.content): it for it in core.records.scan(user_id, RecordQuery(types=(dst,)))}
     new_items, merges = [], []
     for it, text in zip(sources, texts, strict=True):
         twin = existing.get(_norm(text))
@@ -181,13 +144,13 @@ def consolidate(
             importance=it.importance,
             session_id=it.session_id,
             created_at=it.created_at,
-            updated_at=mm._now(),
+            updated_at=core.now(),
             agent_id=it.agent_id,
             metadata={**it.metadata, "consolidated_from": it.id, "consolidated_from_type": src.value},
         )
         existing[_norm(text)] = new
         new_items.append(new)
-    _commit_consolidation(mm, sources, new_items, merges)
+    _commit_consolidation(core, sources, new_items, merges)
     report.promoted = [n.id for n in new_items]
     report.merged = [s.id for s, _ in merges]
     report.source_ids = [s.id for s in sources]
@@ -226,14 +189,14 @@ def _norm(text: str) -> str:
     return " ".join(lexical_tokens(text)) or text.strip().casefold()
 
 
-def _summaries(mm: MemoryManager, sources: list[MemoryItem], dst: MemoryType) -> tuple[list[str], bool]:
+def _summaries(core: MemoryCore, sources: list[MemoryItem], dst: MemoryType) -> tuple[list[str], bool]:
     """Target-tier texts: the LLM rewrites events as facts when one is configured, else content as is."""
-    if mm.llm is None or dst != MemoryType.SEMANTIC:
+    if core.llm is None or dst != MemoryType.SEMANTIC:
         return [s.content for s in sources], False
     out = []
     try:
         for s in sources:
-            reply = mm.llm.complete(
+            reply = core.llm.complete(
                 [
                     {
                         "role": "system",
@@ -251,10 +214,10 @@ def _summaries(mm: MemoryManager, sources: list[MemoryItem], dst: MemoryType) ->
 
 
 def _commit_consolidation(
-    mm: MemoryManager,
+    core: MemoryCore,
     sources: list[MemoryItem],
     new_items: list[MemoryItem],
     merges: list[tuple[MemoryItem, MemoryItem]],
 ) -> None:
-    """Promote, merge and remove the sources in one all-or-nothing write (a failure keeps the sources)."""
-    indexing.consolidate(mm, sources, indexing.prepare(mm, new_items), merges)
+    """Promote, merge and remove the sources in one write unit (see :func:`hello_memory.core.writes.consolidate`)."""
+    writes.consolidate(core, sources, prepare(core, new_items), merges)

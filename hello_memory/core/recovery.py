@@ -1,15 +1,16 @@
-"""Recovery: make the index agree with the rows for every memory left in the journal.
+"""Recovery: complete the work every pending marker names, in both modes.
 
-A write killed midway (or whose index step failed) leaves ``pending`` entries in records.db (see
-:mod:`hello_memory.core.journal`). On open, and on ``MemoryManager.recover()``, each entry is completed:
-a live row is re-embedded and indexed, a missing or forgotten one is removed from the vector index
-and the graph, and a ``purge`` also deletes what is left of its rows.
+A write killed midway (or whose follow-up failed) leaves markers in the record store (see
+:mod:`hello_memory.core.unit`). On open, and on ``MemoryManager.recover()``, each is completed:
+a live memory gets its vector and graph links again (and supersedes what its facts contradict:
+idempotent), a missing or forgotten one is removed from the vector index and the graph, and a
+``purge`` also deletes what is left of its record. Markers are settled at the versions read, so a
+newer write's marker stays for its writer; a marker of a write still in flight on another worker
+is completed twice, to the same result.
 
-The journal is replayed in batches of ``embed_batch_size``, like ``add_many``: one embedder call,
-one vector write and one journal transaction per batch (it used to be one of each per memory, and
-5,000 journalled items took twice as long as writing them). A batch's entries are cleared as soon as
-it is done, so an interrupted recovery resumes where it stopped. Progress goes to a tqdm bar on a
-terminal and to the log (INFO, every tenth) otherwise.
+Markers are completed in batches of ``embed_batch_size``, like ``add_many``: one embedder call,
+one vector write and one settle per batch, so an interrupted recovery resumes where it stopped.
+Progress goes to a tqdm bar on a terminal and to the log (INFO, every tenth) otherwise.
 """
 
 from __future__ import annotations
@@ -17,29 +18,26 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hello_memory.core import index as memory_index
-from hello_memory.core import semantic
+from hello_memory.core import MemoryCore, semantic
+from hello_memory.core.prepare import embed
 from hello_memory.errors import DiskFullError
-from hello_memory.models import MemoryItem, MemoryType
+from hello_memory.models import MemoryType
 from hello_memory.stores.records.base import Pending, PendingOp
-
-if TYPE_CHECKING:
-    from hello_memory.manager import MemoryManager
 
 logger = logging.getLogger(__name__)
 
 
-def recover(mm: MemoryManager, *, opening: bool = False) -> int:
-    """Complete every journalled index operation; returns how many were completed.
+def recover(core: MemoryCore, *, opening: bool = False) -> int:
+    """Complete every pending marker; returns how many were completed.
 
-    ``opening``: called by the constructor. A full disk then postpones the work (logged) instead of
-    failing the open: the rows decide every read, so a lagging index only hides a memory from the
-    vector search until a later open or :meth:`MemoryManager.recover` completes it.
+    ``opening``: called when the memory is opened. A full disk then postpones the work (logged)
+    instead of failing the open: the records decide every read, so a lagging index only hides a
+    memory from the vector search until a later open or :meth:`MemoryManager.recover` completes it.
     """
     try:
-        return _recover(mm)
+        return _recover(core)
     except DiskFullError as e:
         if not opening:
             raise
@@ -47,88 +45,58 @@ def recover(mm: MemoryManager, *, opening: bool = False) -> int:
         return 0
 
 
-def _recover(mm: MemoryManager) -> int:
-    bundle = mm.bundle
-    if bundle.server:
-        return _recover_markers(mm)
-    with bundle.lock:
-        pending = bundle.sqlite.pending()
-        if not pending:
+def _recover(core: MemoryCore) -> int:
+    with core.lock:
+        todo = core.records.unsettled()
+        if not todo:
             return 0
-        logger.warning("recovering %d interrupted index operation(s)", len(pending))
-        size = mm.settings.embed_batch_size
-        progress = _Progress(len(pending))
+        logger.warning("completing %d interrupted index operation(s)", len(todo))
+        size = core.settings.embed_batch_size
+        progress = _Progress(len(todo))
         try:
-            for start in range(0, len(pending), size):
-                batch = pending[start : start + size]
-                _resync(mm, batch)
-                bundle.sqlite.clear_pending([mid for mid, _, _ in batch])
+            for start in range(0, len(todo), size):
+                batch = todo[start : start + size]
+                _complete(core, batch)
                 progress.advance(len(batch))
         finally:
             progress.close()
-        return len(pending)
+        return len(todo)
 
 
-def _resync(mm: MemoryManager, batch: Sequence[tuple[str, str, str]]) -> None:
-    """Make the index of one batch of journalled memories agree with their rows."""
-    from hello_memory.core.writes import _delete_records
-
-    found = mm.bundle.sqlite.fetch([mid for mid, _, _ in batch], None, include_deleted=True)
-    live: list[MemoryItem] = []
-    gone: dict[str, list[str]] = {}
-    purge: list[str] = []
-    for memory_id, user_id, op in batch:
-        item = found.get(memory_id)
-        if item is None or op in ("unindex", "purge") or item.deleted_at is not None:
-            gone.setdefault(user_id, []).append(memory_id)
-            if op == "purge":
-                purge.append(memory_id)
-        else:
-            live.append(item)
-    if gone:
-        memory_index.unindex_everywhere(mm, gone)
-    if purge:
-        _delete_records(mm, purge)
-    if live:
-        vectors = memory_index.embed(mm, live)
-        memory_index.ensure_collections(mm, live)
-        links = {it.id: semantic.links_of(it) for it in live if it.memory_type == MemoryType.SEMANTIC}
-        memory_index.write(mm, live, vectors, links)
-
-
-def _recover_markers(mm: MemoryManager) -> int:
-    """Server mode: finish the graph work of every pending marker (any worker's, crashed or not).
-
-    ``INDEX`` re-links the record's graph links (and re-runs supersession, idempotent), ``UNINDEX``
-    unlinks, ``PURGE`` unlinks and deletes. Markers are settled at the version read, so a newer
-    write's marker stays for its writer. A marker of a write still in flight on another worker is
-    completed twice, to the same result.
-    """
-    records = mm.bundle.records
-    todo = records.unsettled()
-    if not todo:
-        return 0
-    logger.warning("completing %d pending graph operation(s)", len(todo))
-    with mm.bundle.lock:
-        _complete(mm, todo)
-    return len(todo)
-
-
-def _complete(mm: MemoryManager, todo: Sequence[Pending]) -> None:
-    from hello_memory.core import server_writes as record_writes
-
-    records = mm.bundle.records
+def _complete(core: MemoryCore, batch: Sequence[Pending]) -> None:
+    """Make the vectors and graph of one batch of marked memories agree with their records."""
     by_user: dict[str, list[Pending]] = {}
-    for p in todo:
+    for p in batch:
         by_user.setdefault(p.user_id, []).append(p)
     for uid, group in by_user.items():
-        found = records.read(uid, [p.memory_id for p in group], include_deleted=True)
-        purge = [found[p.memory_id].item for p in group if p.op == PendingOp.PURGE and p.memory_id in found]
-        rest = [found[p.memory_id] for p in group if p.op != PendingOp.PURGE and p.memory_id in found]
-        for start in range(0, len(rest), mm.settings.embed_batch_size):
-            record_writes.follow_up(mm, rest[start : start + mm.settings.embed_batch_size], "recovery")
-        if purge:
-            record_writes.purge(mm, purge)
+        found = core.records.read(uid, [p.memory_id for p in group], include_deleted=True)
+        live = [
+            found[p.memory_id]
+            for p in group
+            if p.op == PendingOp.INDEX and p.memory_id in found and found[p.memory_id].item.deleted_at is None
+        ]
+        kept = {rec.item.id for rec in live}
+        gone = [p.memory_id for p in group if p.memory_id not in kept]
+        if gone:
+            core.dense.remove_ids(gone)
+            for mid in gone:
+                core.graph.unlink_memory(uid, mid)
+            purged = [p.memory_id for p in group if p.op == PendingOp.PURGE and p.memory_id in found]
+            if purged:
+                core.records.delete(uid, purged)
+            # at the version read: a marker a newer write set meanwhile stays for its writer
+            forgotten = {m: found[m].version for m in gone if m in found and m not in purged}
+            core.records.settle(uid, list(forgotten), versions=forgotten)
+            core.records.settle(uid, [m for m in gone if m not in found or m in purged])
+        if live:
+            items = [rec.item for rec in live]
+            core.dense.restore(items, lambda todo: embed(core, todo), core.embedder.name)
+            for it in items:
+                if it.memory_type == MemoryType.SEMANTIC:
+                    links = semantic.links_of(it)
+                    semantic.supersede(core.records, it, links)
+                    core.graph.link(uid, it.id, *links)
+            core.records.settle(uid, list(kept), versions={rec.item.id: rec.version for rec in live})
 
 
 class _Progress:

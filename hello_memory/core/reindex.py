@@ -6,9 +6,9 @@ linked again. That repairs whatever a crash, a failed graph write or a lost grap
 behind — links missing for a memory whose record was written, links left for a memory whose
 record is gone — in both modes (embedded SQLite graph, Neo4j, the Qdrant graph).
 
-Pending markers are completed first (:meth:`MemoryManager.recover`). While a user's graph is being
-rebuilt, searches of that user lose graph relevance for the moment; a memory another worker
-deletes during the rebuild may keep a dangling link (never returned: graph hits are checked
+Pending markers are completed first (:func:`hello_memory.core.recovery.recover`). While a user's
+graph is being rebuilt, searches of that user lose graph relevance for the moment; a memory another
+worker deletes during the rebuild may keep a dangling link (never returned: graph hits are checked
 against the records) until the next rebuild.
 
 Example:
@@ -16,36 +16,33 @@ Example:
     >>> import tempfile
     >>> with MemoryManager(Settings(home=tempfile.mkdtemp(), embedder="tfidf"), user_id="u") as mm:
     ...     _ = mm.add("Alice lives in Paris", memory_type="semantic")
-    ...     rebuild_graph(mm).memories
+    ...     mm.reindex_graph().memories
     1
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from hello_memory.core import MemoryCore
+from hello_memory.core.recovery import recover
 from hello_memory.core.semantic import links_of
 from hello_memory.models import MemoryType, ReindexReport
 from hello_memory.stores.records.base import RecordQuery
 
-if TYPE_CHECKING:
-    from hello_memory.manager import MemoryManager
 
-
-def rebuild_graph(mm: MemoryManager, user_id: str | None = None) -> ReindexReport:
-    """Rebuild the graph of one user (or of every user with memories); returns what was linked.
+def rebuild_graph(core: MemoryCore, user_id: str | None = None) -> ReindexReport:
+    """Rebuild the graph of one user (or of every user with memories).
 
     Returns:
         users rebuilt, memories linked, pending operations completed first.
     """
-    recovered = mm.recover()
-    users = [user_id] if user_id is not None else sorted(mm.bundle.records.users())
+    recovered = recover(core)
+    users = [user_id] if user_id is not None else sorted(core.records.users())
     linked = 0
     for uid in users:
-        with mm.bundle.lock:
-            items = mm.bundle.records.scan(uid, RecordQuery(types=(MemoryType.SEMANTIC,)))
-            mm.bundle.graph.forget_user(uid)
+        with core.lock:
+            items = core.records.scan(uid, RecordQuery(types=(MemoryType.SEMANTIC,)))
+            core.graph.forget_user(uid)
             for item in items:
-                mm.bundle.graph.link(uid, item.id, *links_of(item))
+                core.graph.link(uid, item.id, *links_of(item))
         linked += len(items)
     return ReindexReport(users=len(users), memories=linked, recovered=recovered)

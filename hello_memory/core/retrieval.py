@@ -7,33 +7,28 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from hello_memory.core import lifecycle, semantic
+from hello_memory.core import MemoryCore, floor, semantic, working
 from hello_memory.core.relevance import (
-    Floor,
     Relevance,
-    calibrated_floor,
     dense_floor,
     evidence_text,
     fuse,
-    has_evidence,
     named_participants,
     prefer_participants,
     prefer_times,
     share_adjacent,
 )
 from hello_memory.core.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
-from hello_memory.core.working import score_working
 from hello_memory.errors import InvalidInputError, StoreError
 from hello_memory.language.queries import MAX_QUERY_CHARS, conversation_query
 from hello_memory.language.text import estimate_tokens, lexical_tokens
 from hello_memory.language.timeref import TimeWindow, memory_fit, time_windows
 from hello_memory.models import MemoryType, ScoredMemory
-from hello_memory.stores.records.base import RecordQuery
-from hello_memory.stores.records.sqlite import ScoreRow
+from hello_memory.stores.records.base import RecordQuery, ScoreRow
 from hello_memory.validation import (
     check_datetime,
     check_id,
@@ -44,12 +39,8 @@ from hello_memory.validation import (
     check_text,
 )
 
-if TYPE_CHECKING:
-    from hello_memory.manager import MemoryManager
-
 logger = logging.getLogger(__name__)
 MIN_CANDIDATES = 50
-TIME_EVIDENCE = 0.5  # a memory fitting a time the query names this well passes the relevance floor
 # The relevance floor judges questions, not conversations or long texts: e5-small's cosines between a
 # long English text and a short memory are flat (MADial en: the gold memories' median cosine 0.79,
 # about what an unrelated short question reaches), and a floor cost 25 points of recall@10 there.
@@ -57,14 +48,14 @@ FLOOR_MAX_QUERY_TOKENS = 64
 _QUESTION = re.compile(r"[?？]")
 
 
-def _types(mm: MemoryManager, memory_types: Sequence[Any] | None) -> list[MemoryType]:
+def _types(core: MemoryCore, memory_types: Sequence[Any] | None) -> list[MemoryType]:
     if memory_types is None:
-        return list(mm.enabled)
+        return list(core.enabled)
     if isinstance(memory_types, str | MemoryType):
         memory_types = [memory_types]
     if not isinstance(memory_types, list | tuple | set | frozenset):
         raise InvalidInputError("memory_types must be a list of memory type names", field="memory_types")
-    return list(dict.fromkeys(check_memory_type(t, mm.enabled, "memory_types") for t in memory_types))
+    return list(dict.fromkeys(check_memory_type(t, core.enabled, "memory_types") for t in memory_types))
 
 
 def _range(time_range: Any) -> tuple[float | None, float | None] | None:
@@ -79,7 +70,7 @@ def _range(time_range: Any) -> tuple[float | None, float | None] | None:
 
 
 def search(
-    mm: MemoryManager,
+    core: MemoryCore,
     query: Any,
     *,
     user_id: str,
@@ -102,30 +93,32 @@ def search(
     min_importance = check_importance(min_importance, "min_importance")
     if session_id is not None:
         check_id(session_id, "session_id")
-    types = _types(mm, memory_types)
+    types = _types(core, memory_types)
     window = _range(time_range)
-    reference = mm._now() if reference_time is None else check_datetime(reference_time, "reference_time")
+    reference = core.now() if reference_time is None else check_datetime(reference_time, "reference_time")
     score_floor = check_score(min_score)
-    floor = mm.settings.min_score if score_floor is None else score_floor
+    min_final = core.settings.min_score if score_floor is None else score_floor
     hits: list[ScoredMemory] = []
     if MemoryType.WORKING in types:
-        hits += _working(mm, query, user_id, session_id, window)
+        hits += _working(core, query, user_id, session_id, window)
     vector_types = [
         t for t in types if t in (MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.PERCEPTUAL)
     ]
     light: list[_Light] = []
     if vector_types:
-        named_times = time_windows(query, reference) if mm.settings.time_weight > 0 else []
+        named_times = time_windows(query, reference) if core.settings.time_weight > 0 else []
         light = _vector_tiers(
-            mm, query, user_id, vector_types, limit, session_id, window, named_times, judged=judged
+            core, query, user_id, vector_types, limit, session_id, window, named_times, judged=judged
         )
     ranked: list[tuple[float, str, ScoredMemory | _Light]] = [
-        (h.score, h.item.id, h) for h in hits if h.item.importance >= min_importance and h.score >= floor
+        (h.score, h.item.id, h) for h in hits if h.item.importance >= min_importance and h.score >= min_final
     ]
-    ranked += [(h.score, h.row.id, h) for h in light if h.row.importance >= min_importance and h.score >= floor]
+    ranked += [
+        (h.score, h.row.id, h) for h in light if h.row.importance >= min_importance and h.score >= min_final
+    ]
     ranked.sort(key=lambda r: (-r[0], -_created_ts(r[2]), r[1]))  # ties: the newer memory, then the id
     ranked = ranked[:limit]
-    found = mm.bundle.records.read(user_id, [r[1] for r in ranked if isinstance(r[2], _Light)])
+    found = core.records.read(user_id, [r[1] for r in ranked if isinstance(r[2], _Light)])
     full = {mid: rec.item for mid, rec in found.items()}
     out = []
     for _, mid, h in ranked:  # build whole items only for the hits returned
@@ -133,16 +126,16 @@ def search(
             out.append(h)
         elif mid in full:
             out.append(ScoredMemory(item=full[mid], score=h.score, breakdown=h.breakdown))
-    _count_access(mm, user_id, [h.item.id for h in out])
+    _count_access(core, user_id, [h.item.id for h in out])
     return out
 
 
-def _count_access(mm: MemoryManager, user_id: str, ids: list[str]) -> None:
+def _count_access(core: MemoryCore, user_id: str, ids: list[str]) -> None:
     """Access statistics, best effort: a read must not fail because its bookkeeping cannot be written."""
     if not ids:
         return
     try:
-        mm.bundle.records.record_access(user_id, ids, mm._now())
+        core.records.record_access(user_id, ids, core.now())
     except StoreError as e:  # a full disk, a server that refuses the write
         logger.warning("access counts not updated: %s", e)
 
@@ -161,16 +154,16 @@ class _Light:
 
 
 def _working(
-    mm: MemoryManager, query: str, user_id: str, session_id: str | None, window: tuple[Any, Any] | None
+    core: MemoryCore, query: str, user_id: str, session_id: str | None, window: tuple[Any, Any] | None
 ) -> list[ScoredMemory]:
-    lifecycle.expire_working(mm, user_id)
-    working = RecordQuery(types=(MemoryType.WORKING,), session_id=session_id, time_range=window)
-    items = mm.bundle.records.scan(user_id, working)
-    return score_working(query, items, now=mm._now(), ttl_minutes=mm.settings.working_ttl_minutes)
+    working.expire_working(core, user_id)
+    scope = RecordQuery(types=(MemoryType.WORKING,), session_id=session_id, time_range=window)
+    items = core.records.scan(user_id, scope)
+    return working.score_working(query, items, now=core.now(), ttl_minutes=core.settings.working_ttl_minutes)
 
 
 def _vector_tiers(
-    mm: MemoryManager,
+    core: MemoryCore,
     query: str,
     user_id: str,
     types: Sequence[MemoryType],
@@ -181,17 +174,17 @@ def _vector_tiers(
     *,
     judged: bool = True,
 ) -> list[_Light]:
-    n = max(limit * mm.settings.candidate_multiplier, MIN_CANDIDATES)
-    qvec = mm.embedder.embed([query], kind="query")[0]
+    n = max(limit * core.settings.candidate_multiplier, MIN_CANDIDATES)
+    qvec = core.embedder.embed([query], kind="query")[0]
     terms = lexical_tokens(query)
-    dense, lexical = _candidates(mm, qvec, terms, user_id, types, n, session_id, window, named_times)
-    hops = semantic.entity_hops(mm, user_id, query) if MemoryType.SEMANTIC in types else {}
-    via_graph = semantic.graph_candidates(mm, user_id, hops) if hops else []
-    rows = mm.bundle.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)
+    dense, lexical = _candidates(core, qvec, terms, user_id, types, n, session_id, window, named_times)
+    hops = semantic.entity_hops(core.graph, user_id, query) if MemoryType.SEMANTIC in types else {}
+    via_graph = semantic.graph_candidates(core.graph, user_id, hops) if hops else []
+    rows = core.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)
     rows = {k: r for k, r in rows.items() if r.memory_type in types and _in_scope(r, session_id, window)}
-    _fill_dense(mm, user_id, qvec, rows, dense)
-    rel, kept = _relevance(mm, query, terms, user_id, rows, dense, lexical, hops, named_times, judged)
-    now = mm._now().timestamp()
+    _fill_dense(core, user_id, qvec, rows, dense)
+    rel, kept = _relevance(core, query, terms, user_id, rows, dense, lexical, hops, named_times, judged)
+    now = core.now().timestamp()
     return [
         _score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now)
         for mid, r in rows.items()
@@ -200,7 +193,7 @@ def _vector_tiers(
 
 
 def _candidates(
-    mm: MemoryManager,
+    core: MemoryCore,
     qvec: np.ndarray,
     terms: list[str],
     user_id: str,
@@ -218,11 +211,11 @@ def _candidates(
     dense: dict[str, float] = {}
     lexical: dict[str, float] = {}
     for scope in windows:
-        found_dense = mm.bundle.dense.search(user_id, qvec, types, limit=n, session_id=session_id, window=scope)
+        found_dense = core.dense.search(user_id, qvec, types, limit=n, session_id=session_id, window=scope)
         for mid, score in found_dense.items():
             dense[mid] = max(score, dense.get(mid, -1.0))
-        if mm.settings.fusion != "dense":
-            found = mm.bundle.records.lexical_search(
+        if core.settings.fusion != "dense":
+            found = core.records.lexical_search(
                 user_id,
                 terms,
                 types=[t.value for t in types],
@@ -235,7 +228,7 @@ def _candidates(
 
 
 def _relevance(
-    mm: MemoryManager,
+    core: MemoryCore,
     query: str,
     terms: list[str],
     user_id: str,
@@ -246,65 +239,53 @@ def _relevance(
     named_times: Sequence[TimeWindow],
     judged: bool,
 ) -> tuple[dict[str, Relevance], set[str]]:
-    """Fused relevance of every candidate, and the candidates with evidence (the relevance floor;
-    every candidate when the query is not ``judged``)."""
-    settings = mm.settings
+    """Fused relevance of every candidate (how they score), and the survivors of the relevance floor
+    (who is returned at all: :func:`hello_memory.core.floor.survivors`; everyone when the query is
+    not ``judged``)."""
+    settings = core.settings
     rel = fuse(
         {k: dense[k] for k in rows if k in dense},
         {k: lexical[k] for k in rows if k in lexical},
         method=settings.fusion,
         dense_weight=settings.dense_weight,
-        floor=dense_floor(mm.embedder.name),
+        floor=dense_floor(core.embedder.name),
     )
-    floor = _floor(mm) if judged else None
-    kept = {k for k in rows if floor is None or has_evidence(dense.get(k), 0.0, floor)}
-    if floor is not None:  # lexical evidence only for the lexical candidates the dense side left out
-        judge = [k for k in lexical if k in rows and k not in kept]
+    bar = floor.of(settings, core.embedder.name) if judged else None
+    evidence: dict[str, float] = {}
+    if bar is not None:  # lexical evidence only for the lexical candidates the dense side leaves out
+        judge = [k for k in lexical if k in rows and not floor.passes(dense.get(k), 0.0, bar)]
         asked = evidence_text(query, [w.span for w in named_times])
-        evidence = mm.bundle.records.lexical_evidence(user_id, asked, judge) if judge else {}
-        kept |= {k for k, ev in evidence.items() if has_evidence(None, ev, floor)}
+        evidence = core.records.lexical_evidence(user_id, asked, judge) if judge else {}
         rel = {k: replace(r, evidence=evidence[k]) if k in evidence else r for k, r in rel.items()}
+    pairs: list[tuple[str, str]] = []
     if settings.adjacency_weight > 0:
-        pairs = _question_answer_pairs(mm, user_id, rows, rel)
+        pairs = _question_answer_pairs(core, user_id, rows, rel)
         rel = share_adjacent(rel, pairs, settings.adjacency_weight)
-        kept |= {m for q, a in pairs if q in kept or a in kept for m in (q, a)}
     if settings.participant_weight > 0:
         named = named_participants(query, {p for r in rows.values() for p in r.participants})
         if named:
             rel = prefer_participants(
                 rel, {k: r.participants for k, r in rows.items()}, named, settings.participant_weight
             )
+    fits = _time_fits(core, user_id, rows, named_times) if named_times else {}
     if named_times:
-        fits = _time_fits(mm, user_id, rows, named_times)
         rel = prefer_times(rel, fits, settings.time_weight)
-        kept |= {k for k, fit in fits.items() if fit >= TIME_EVIDENCE}
-    kept |= {k for k, r in rows.items() if hops and _graph(r, hops) > 0}
+    graphed = {k for k, r in rows.items() if hops and _graph(r, hops) > 0}
+    kept = floor.survivors(rows, dense, evidence, pairs, fits, graphed, bar)
     return rel, kept
 
 
-def _floor(mm: MemoryManager) -> Floor | None:
-    """The relevance floor under ``mm``'s settings (``None``: off)."""
-    settings = mm.settings
-    if not settings.relevance_floor:
-        return None
-    calibrated = calibrated_floor(mm.embedder.name)
-    return Floor(
-        calibrated.cosine if settings.floor_cosine is None else settings.floor_cosine,
-        calibrated.lexical if settings.floor_lexical is None else settings.floor_lexical,
-    )
-
-
 def _question_answer_pairs(
-    mm: MemoryManager, user_id: str, rows: dict[str, ScoreRow], rel: dict[str, Relevance]
+    core: MemoryCore, user_id: str, rows: dict[str, ScoreRow], rel: dict[str, Relevance]
 ) -> list[tuple[str, str]]:
     """``(question, answer)`` candidate pairs: a turn and the next one in its session, said by
     different participants, the first asking something (it holds a question mark)."""
     spoken = [mid for mid, r in rows.items() if r.participants and r.session_id and mid in rel]
     if not spoken:
         return []
-    before = mm.bundle.records.previous_in_session(spoken, user_id)
+    before = core.records.previous_in_session(spoken, user_id)
     asked = {q: a for a, q in before.items() if q in rows and rows[q].participants}
-    texts = mm.bundle.records.contents(list(asked), user_id)
+    texts = core.records.contents(list(asked), user_id)
     return [
         (q, a)
         for q, a in asked.items()
@@ -313,11 +294,11 @@ def _question_answer_pairs(
 
 
 def _time_fits(
-    mm: MemoryManager, user_id: str, rows: dict[str, ScoreRow], named: Sequence[TimeWindow]
+    core: MemoryCore, user_id: str, rows: dict[str, ScoreRow], named: Sequence[TimeWindow]
 ) -> dict[str, float]:
     """Each candidate's :func:`memory_fit`, its time taken in the timezone the query was asked in."""
     tz = named[0].start.tzinfo
-    texts = mm.bundle.records.contents(list(rows), user_id)
+    texts = core.records.contents(list(rows), user_id)
     return {
         mid: memory_fit(named, datetime.fromtimestamp(row.created_ts, tz), texts.get(mid, ""))
         for mid, row in rows.items()
@@ -352,12 +333,12 @@ def _in_scope(row: ScoreRow, session_id: str | None, window: Any) -> bool:
 
 
 def _fill_dense(
-    mm: MemoryManager, user_id: str, qvec: np.ndarray, rows: dict[str, ScoreRow], dense: dict[str, float]
+    core: MemoryCore, user_id: str, qvec: np.ndarray, rows: dict[str, ScoreRow], dense: dict[str, float]
 ) -> None:
     """Exact cosine for candidates found only lexically or through the graph."""
     missing = {mid: (row.memory_type, row.modality) for mid, row in rows.items() if mid not in dense}
     if missing:
-        dense.update(mm.bundle.dense.similarities(user_id, qvec, missing))
+        dense.update(core.dense.similarities(user_id, qvec, missing))
 
 
 def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float) -> _Light:

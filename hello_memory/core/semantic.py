@@ -3,38 +3,33 @@
 from __future__ import annotations
 
 import logging
-import sqlite3
-from typing import TYPE_CHECKING
 
 from hello_memory.core.scoring import graph_relevance
-from hello_memory.errors import DiskFullError
+from hello_memory.errors import DiskFullError, WriteConflictError
+from hello_memory.llm.base import LLMClient
 from hello_memory.models import Entity, HistoryEntry, MemoryItem, Relation
-
-if TYPE_CHECKING:
-    from hello_memory.manager import MemoryManager
+from hello_memory.stores.graph.base import GraphStore
+from hello_memory.stores.records.base import Fact, RecordStore, RecordWrite
 
 logger = logging.getLogger(__name__)
 Links = tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]
+_RETRIES = 3  # supersession re-reads after losing a race to another worker
 SUPERSEDED_FACTOR = 0.6  # a superseded fact still answers "what was true", but ranks below the current one
 
 
-def _extract(
-    mm: MemoryManager, text: str, *, allow_llm: bool = True
-) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+def _extract(llm: LLMClient | None, text: str) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
     from hello_memory.language import extraction
 
-    if allow_llm and mm.llm is not None:
-        result = extraction.LLMExtractor(mm.llm).extract(text)
-    else:
-        result = extraction.extract(text)
+    result = extraction.LLMExtractor(llm).extract(text) if llm is not None else extraction.extract(text)
     return list(result.entities), list(result.relations)
 
 
-def annotate(mm: MemoryManager, item: MemoryItem) -> Links:
-    """Extract entities and relations of ``item``, set them on it and return the graph links."""
+def annotate(llm: LLMClient | None, item: MemoryItem) -> Links:
+    """Extract entities and relations of ``item`` (with ``llm`` when there is one, else rules),
+    set them on it and return the graph links."""
     from hello_memory.language.extraction import entity_id
 
-    names, rels = _extract(mm, item.content)
+    names, rels = _extract(llm, item.content)
     ents: dict[str, tuple[str, str, str]] = {}
     for name, kind in names:
         eid = entity_id(item.user_id, name)
@@ -69,38 +64,48 @@ def links_of(item: MemoryItem) -> Links:
     )
 
 
-def record_facts(mm: MemoryManager, conn: sqlite3.Connection, item: MemoryItem, links: Links) -> None:
-    """Store functional facts of ``item`` and supersede older memories that contradict them."""
+def facts_of(links: Links) -> tuple[Fact, ...]:
+    """The functional facts a semantic memory's links assert (one value per subject and relation)."""
     from hello_memory.language.extraction import FUNCTIONAL_RELATIONS
 
-    records = mm.bundle.sqlite
-    for s, o, rel in links[1]:
-        if rel not in FUNCTIONAL_RELATIONS:
-            continue
-        for old_id in records.conflicting_facts(item.user_id, s, rel, o):
-            old = records.fetch([old_id], item.user_id).get(old_id)
-            if old is None or old.id == item.id:
-                continue
-            newer = old.model_copy(update={"valid_to": item.created_at, "superseded_by": item.id})
-            records.replace(conn, newer, None)
-            records.add_history(
-                conn,
-                HistoryEntry(
-                    memory_id=old.id,
-                    event="supersede",
-                    old=None,
-                    new={"superseded_by": item.id, "relation": rel},
-                    at=item.created_at,
-                ),
-                item.user_id,
-            )
-        records.add_fact(conn, item.user_id, item.id, s, rel, o)
+    return tuple(Fact(s, rel, o) for s, o, rel in links[1] if rel in FUNCTIONAL_RELATIONS)
 
 
-def entity_hops(mm: MemoryManager, user_id: str, query: str, *, max_hops: int = 2) -> dict[str, int]:
+def supersede(records: RecordStore, item: MemoryItem, links: Links) -> None:
+    """Mark the user's current memories that contradict ``item``'s functional facts as superseded.
+
+    One versioned write per superseded memory (``valid_to`` and ``superseded_by`` set, a history
+    entry); idempotent (a superseded memory no longer conflicts), so recovery may run it again.
+    """
+    for fact in facts_of(links):
+        for old_id in records.conflicting_facts(item.user_id, fact.subject_id, fact.relation, fact.object_id):
+            if old_id != item.id:
+                _supersede_one(records, item, old_id, fact.relation)
+
+
+def _supersede_one(records: RecordStore, item: MemoryItem, old_id: str, relation: str) -> None:
+    for attempt in range(_RETRIES):
+        rec = records.read(item.user_id, [old_id]).get(old_id)
+        if rec is None or rec.item.valid_to is not None:
+            return
+        newer = rec.item.model_copy(update={"valid_to": item.created_at, "superseded_by": item.id})
+        entry = HistoryEntry(
+            memory_id=old_id,
+            event="supersede",
+            new={"superseded_by": item.id, "relation": relation},
+            at=item.created_at,
+        )
+        try:
+            records.apply([RecordWrite(newer, expected_version=rec.version, history=(entry,))])
+            return
+        except WriteConflictError:  # another worker changed it meanwhile: read it again
+            if attempt == _RETRIES - 1:
+                raise
+
+
+def entity_hops(graph: GraphStore, user_id: str, query: str, *, max_hops: int = 2) -> dict[str, int]:
     """entity id → hops from the entities the query names (rules, no LLM call per search)."""
-    names, _ = _extract(mm, query, allow_llm=False)
-    graph = mm.bundle.graph
+    names, _ = _extract(None, query)
     try:
         start = [eid for eid, _ in graph.find_entities(user_id, sorted({n for n, _ in names}))]
     except DiskFullError as e:  # a graph file that cannot even be created: search goes on without it
@@ -111,7 +116,7 @@ def entity_hops(mm: MemoryManager, user_id: str, query: str, *, max_hops: int = 
     return {n.entity_id: n.hops for n in graph.neighbours(user_id, start, max_hops=max_hops)}
 
 
-def graph_candidates(mm: MemoryManager, user_id: str, hops: dict[str, int], *, limit: int = 50) -> list[str]:
+def graph_candidates(graph: GraphStore, user_id: str, hops: dict[str, int], *, limit: int = 50) -> list[str]:
     """Memories that mention a query entity directly (hop 0), at most ``limit``.
 
     The first-person hub entity ("user") is skipped: every "I ..." fact mentions it, so it would
@@ -123,7 +128,7 @@ def graph_candidates(mm: MemoryManager, user_id: str, hops: dict[str, int], *, l
     direct = [e for e, h in hops.items() if h == 0 and e != hub]
     if not direct:
         return []
-    return sorted(mm.bundle.graph.memories_mentioning(user_id, direct))[:limit]
+    return sorted(graph.memories_mentioning(user_id, direct))[:limit]
 
 
 def graph_relevance_of(item: MemoryItem, hops: dict[str, int]) -> float:

@@ -1,19 +1,59 @@
-"""Working memory scoring: TF-IDF cosine + keyword overlap, time decay (seed 002 §2.4).
+"""The working tier: its limits (TTL, capacity, token budget) and its score (seed 002 §2.4).
 
-Working memories are few (capacity 50 per user), so the TF-IDF space is built per query over the
-user's live working items; no index is kept.
+Scoring: TF-IDF cosine + keyword overlap, time decay. Working memories are few (capacity 50 per
+user), so the TF-IDF space is built per query over the user's live working items; no index is kept.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
+from hello_memory.core import MemoryCore
+from hello_memory.core.deletes import purge
 from hello_memory.core.scoring import working_decay, working_score
-from hello_memory.language.text import lexical_tokens
-from hello_memory.models import MemoryItem, ScoredMemory
+from hello_memory.errors import DiskFullError
+from hello_memory.language.text import estimate_tokens, lexical_tokens
+from hello_memory.models import MemoryItem, MemoryType, ScoredMemory
+from hello_memory.stores.records.base import RecordOrder, RecordQuery
+
+logger = logging.getLogger(__name__)
+
+
+def expire_working(core: MemoryCore, user_id: str) -> None:
+    """Delete the user's working memories older than the TTL."""
+    if MemoryType.WORKING not in core.enabled:
+        return
+    cutoff = (core.now() - core.ttl).timestamp()
+    old = core.records.scan(user_id, RecordQuery(types=(MemoryType.WORKING,), time_range=(None, cutoff)))
+    if old:
+        try:
+            purge(core, old)
+        except DiskFullError as e:  # reads call this and go on; the purge runs once there is room
+            logger.warning("expired working memories not purged: %s", e)
+
+
+def enforce_working_limits(core: MemoryCore, user_id: str) -> None:
+    """Keep at most ``working_capacity`` items and ``working_token_budget`` tokens (least important go first)."""
+    expire_working(core, user_id)
+    items = core.records.scan(user_id, RecordQuery(types=(MemoryType.WORKING,), order=RecordOrder.IMPORTANT))
+    keep, tokens, evict = 0, 0, []
+    for it in items:
+        t = estimate_tokens(it.content)
+        if keep < core.settings.working_capacity and (
+            keep == 0 or tokens + t <= core.settings.working_token_budget
+        ):
+            keep += 1
+            tokens += t
+        else:
+            evict.append(it)
+    if evict:
+        purge(core, evict)
+
+
 
 
 def _tfidf(docs: list[list[str]]) -> tuple[dict[str, float], list[dict[str, float]]]:

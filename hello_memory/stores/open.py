@@ -13,69 +13,19 @@ import fcntl
 import logging
 import os
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hello_memory.core.dense import DenseIndex, IndexDense, RecordDense
 from hello_memory.errors import DiskFullError, InvalidInputError, StoreError, StoreLockedError
 from hello_memory.settings import Settings
+from hello_memory.stores import open_server as server_stores
+from hello_memory.stores.bundle import StoreBundle
 from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.records.base import RecordStore
 from hello_memory.stores.records.sqlite import SQLiteRecordStore
 from hello_memory.stores.vectors.base import VectorStore
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class StoreBundle:
-    """The stores behind one data directory (or one server configuration).
-
-    ``home`` is ``None`` in server mode (:mod:`hello_memory.stores.open_server`): no data directory, no
-    lock, every durable byte in the servers. ``dense`` is where memory vectors are searched: the
-    vector index (embedded) or the record store's own points (server mode).
-    """
-
-    home: Path | None
-    records: RecordStore
-    vectors: VectorStore
-    graph: GraphStore
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    refs: int = 0
-    dir_lock: DirLock | None = None
-    extras: dict[str, Any] = field(default_factory=dict)  # stores of higher layers (e.g. RAG chunks)
-    key: str = ""  # the registry key ("" for a private bundle)
-    dense: DenseIndex = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.dense = RecordDense(self.records) if self.records.keeps_vectors else IndexDense(self.vectors)
-
-    @property
-    def server(self) -> bool:
-        """True in server mode: the record store keeps the vectors and there is no data directory."""
-        return self.records.keeps_vectors
-
-    @property
-    def sqlite(self) -> SQLiteRecordStore:
-        """The embedded record store (its transactions are the embedded write path)."""
-        if not isinstance(self.records, SQLiteRecordStore):
-            raise StoreError("this operation needs the embedded record store, and these stores are servers")
-        return self.records
-
-    def close(self) -> None:
-        """Close every store and release the directory lock."""
-        closers = [getattr(x, "close", None) for x in self.extras.values()]
-        for closer in [*closers, self.vectors.close, self.graph.close, self.records.close]:
-            if closer is None:
-                continue
-            try:
-                closer()
-            except Exception:  # closing must release the rest even if one store fails
-                logger.exception("closing a store failed")
-        if self.dir_lock is not None:
-            self.dir_lock.release()
-            self.dir_lock = None
 
 
 _registry: dict[str, StoreBundle] = {}
@@ -225,23 +175,9 @@ def check_components(**given: object) -> None:
             )
 
 
-def open_neo4j(settings: Settings) -> GraphStore:
-    """The Neo4j graph store of ``settings.neo4j_uri``."""
-    from hello_memory.stores.graph.neo4j import Neo4jGraphStore
-
-    password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else None
-    graph: GraphStore = Neo4jGraphStore(
-        str(settings.neo4j_uri),
-        username=settings.neo4j_username,
-        password=password,
-        database=settings.neo4j_database,
-    )
-    return graph
-
-
 def _open_graph(settings: Settings, home: Path) -> GraphStore:
     if settings.neo4j_uri:
-        return open_neo4j(settings)
+        return server_stores.open_neo4j(settings)
     from hello_memory.stores.graph.sqlite import SQLiteGraphStore
 
     return SQLiteGraphStore(home / "graph.db")
@@ -260,8 +196,6 @@ def acquire(
     opens no data directory: see :mod:`hello_memory.stores.open_server`. Otherwise the stores of
     ``settings.home``. Injected stores give a private bundle that is not shared.
     """
-    from hello_memory.stores import open_server as server_stores
-
     server = server_stores.wanted(settings, records)
     if records is not None and not server:
         raise InvalidInputError(

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from hello_memory.settings import Settings
+from hello_memory.stores.bundle import StoreBundle
 from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.records.base import RecordStore
 from hello_memory.stores.vectors.base import VectorStore
@@ -50,20 +51,33 @@ def qdrant_target(settings: Settings) -> dict[str, Any]:
     return {"url": url, "api_key": key, "timeout": settings.qdrant_timeout}
 
 
+def open_neo4j(settings: Settings) -> GraphStore:
+    """The Neo4j graph store of ``settings.neo4j_uri``."""
+    from hello_memory.stores.graph.neo4j import Neo4jGraphStore
+
+    password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else None
+    graph: GraphStore = Neo4jGraphStore(
+        str(settings.neo4j_uri),
+        username=settings.neo4j_username,
+        password=password,
+        database=settings.neo4j_database,
+    )
+    return graph
+
+
 def open_bundle(
     settings: Settings,
     *,
     records: RecordStore | None = None,
     vectors: VectorStore | None = None,
     graph: GraphStore | None = None,
-) -> Any:
-    """The server-mode :class:`~hello_memory.stores.open.StoreBundle` (``home=None``, no lock).
+) -> StoreBundle:
+    """The server-mode :class:`~hello_memory.stores.bundle.StoreBundle` (``home=None``, no lock).
 
     Stores not injected are built on one qdrant-client client (nothing connects before first use
     for a server; local mode opens its engine now).
     """
     from hello_memory.stores.graph.qdrant import QdrantGraphStore
-    from hello_memory.stores.open import StoreBundle, open_neo4j
     from hello_memory.stores.records.qdrant import QdrantRecordStore
     from hello_memory.stores.vectors.qdrant import QdrantVectorStore
 

@@ -55,6 +55,7 @@ class SQLiteDatabase:
         self.path = Path(path)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        self._depth = 0  # open transactions of the thread holding the lock (savepoints when > 0)
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -116,25 +117,41 @@ class SQLiteDatabase:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """An IMMEDIATE transaction: everything inside commits together or not at all.
 
+        Nested in another transaction of the same store (same thread: the store's lock is held),
+        it is a savepoint: its writes roll back alone when its body fails, and commit with the
+        outer transaction. That lets a write unit hold one transaction open while the writes it
+        runs (history, supersession, deletions) open their own.
+
         SQLite errors (from the body or the commit) become :class:`StoreError` /
         :class:`DiskFullError`; other exceptions from the body pass through unchanged.
         """
         with self._lock:
             conn = self.conn
+            nested = self._depth > 0
+            begin, done, undo = (
+                (f"SAVEPOINT sp{self._depth}", f"RELEASE sp{self._depth}", f"ROLLBACK TO sp{self._depth}")
+                if nested
+                else ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
+            )
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(begin)
             except sqlite3.Error as e:
                 raise sqlite_error(e, self.path, "transaction") from e
+            self._depth += 1
             try:
                 yield conn
-                conn.execute("COMMIT")
+                conn.execute(done)
             except BaseException as e:
                 if conn.in_transaction:  # SQLite may have rolled back already (e.g. on SQLITE_FULL)
                     with contextlib.suppress(sqlite3.Error):  # the first error is the one to report
-                        conn.execute("ROLLBACK")
+                        conn.execute(undo)
+                        if nested:
+                            conn.execute(done)
                 if isinstance(e, sqlite3.Error):
                     raise sqlite_error(e, self.path, "write") from e
                 raise
+            finally:
+                self._depth -= 1
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run a read query; SQLite errors become :class:`StoreError`."""

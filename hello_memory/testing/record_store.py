@@ -19,8 +19,9 @@ with ``context_window`` session neighbours in its lexical documents::
 Persistent backends set ``persistent = True`` and override :meth:`RecordStoreContract.reopen`;
 backends that can be scanned directly override :meth:`RecordStoreContract.stored_rows` so that
 ``forget_user`` is checked against the storage itself. The lexical ranking cases live in
-:mod:`hello_memory.testing.record_lexical` and the changes (soft delete, history, markers, facts)
-in :mod:`hello_memory.testing.record_changes`; both are part of this class.
+:mod:`hello_memory.testing.record_lexical`, the changes (soft delete, history, markers, facts)
+in :mod:`hello_memory.testing.record_changes` and the write unit in :mod:`hello_memory.testing.record_unit`;
+all are part of this class.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from hello_memory.stores.records.base import (
 from hello_memory.testing.record_changes import RecordChangesContract
 from hello_memory.testing.record_data import ALICE, BOB, T0, Factory, entry, memory
 from hello_memory.testing.record_lexical import RecordLexicalContract
+from hello_memory.testing.record_unit import RecordUnitContract
 
 __all__ = ["ALICE", "BOB", "T0", "Factory", "RecordStoreContract", "entry", "memory", "same"]
 
@@ -59,7 +61,7 @@ def same(a: MemoryItem, b: MemoryItem) -> None:
             assert value == db[key], key
 
 
-class RecordStoreContract(RecordChangesContract, RecordLexicalContract):
+class RecordStoreContract(RecordChangesContract, RecordLexicalContract, RecordUnitContract):
     """The behaviour every record store shares; subclasses provide the ``stores`` fixture."""
 
     persistent: ClassVar[bool] = False

@@ -155,12 +155,13 @@ def test_consolidate_working_to_episodic_atomic_and_dedup(manager):
     assert manager.stats().by_type["episodic"] == 1
 
 
-def test_consolidate_failure_leaves_source_intact(tmp_path):
+def test_consolidate_failure_leaves_source_intact(tmp_path, monkeypatch):
     from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder, FailingEmbedder
 
-    mm = MemoryManager(Settings(home=tmp_path), user_id="u", embedder=DeterministicFakeEmbedder(32))
+    fake = DeterministicFakeEmbedder(32)
+    mm = MemoryManager(Settings(home=tmp_path), user_id="u", embedder=fake)
     src = mm.add("keep me", memory_type="working", importance=0.9)
-    mm._embedder = FailingEmbedder()
+    monkeypatch.setattr(fake, "embed", FailingEmbedder().embed)
     with pytest.raises(EmbeddingError):
         mm.consolidate("working", "episodic", 0.7)
     assert mm.get(src.id).content == "keep me"
@@ -222,7 +223,7 @@ def test_users_are_isolated(manager):
     with pytest.raises(NotFoundError):
         manager.get(a.id)
     counts = manager.forget_user("bob")
-    assert counts["sqlite:memories"] == 1 and counts["vectors:memories"] == 1
+    assert counts["records:memories"] == 1 and counts["vectors:memories"] == 1
     assert manager.bundle.records.residue("bob") == {
         k: 0 for k in ("memories", "history", "pending", "facts", "lexical")
     }
@@ -392,22 +393,6 @@ def test_import_is_light():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
     ).stdout.split()
     assert out[-1] == "[]"
-
-
-def test_lower_layers_never_import_higher_ones():
-    import ast
-
-    root = Path(__file__).resolve().parents[2] / "hello_memory"
-    for path in root.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            for n in names:
-                assert n.split(".")[0] not in {"rag", "tools", "apps", "gradio"}, f"{path} imports {n}"
 
 
 def test_long_query_with_unknown_terms_still_matches_lexically(manager):

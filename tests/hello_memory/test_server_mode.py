@@ -290,14 +290,14 @@ def test_an_embedded_record_store_cannot_be_injected(tmp_path: Path) -> None:
 def test_forgetting_a_memory_another_worker_just_removed_is_a_no_op(
     worker: Callable[..., MemoryManager],
 ) -> None:
-    from hello_memory.core import server_writes as record_writes
+    from hello_memory.core.deletes import soft_delete
 
     a, b = worker(), worker()
     item = a.add("Alice lives in Paris", memory_type="semantic")
     stale = b.get(item.id)  # b selected it for forgetting ...
     a.remove(item.id)  # ... and a removed it first
-    with b.bundle.lock:
-        record_writes.soft_delete(b, [stale], ["importance below 0.1"])
+    with b.core.lock:
+        soft_delete(b.core, [stale], ["importance below 0.1"])
     assert b.get_all(include_deleted=True) == [] and b.history(item.id) == []
 
 

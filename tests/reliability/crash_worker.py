@@ -126,22 +126,20 @@ def add_batch_killed(home: str, specs_json: str, point: str) -> None:
     """``add_many`` the batch in ``specs_json`` and SIGKILL this process at ``point``.
 
     ``"after-commit"``: the batch's SQLite transaction committed, its vectors are written, the call
-    has not returned (the journal entry is still there). ``"before-commit"``: killed while its
+    has not returned (its pending markers are not settled yet). ``"before-commit"``: killed while its
     vectors are being written, before the transaction commits.
     """
     import json
     import os
     import signal
 
-    from hello_memory.core import index as memory_index
-
     def die(*_args: object, **_kwargs: object) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     mm = MemoryManager(settings(Path(home)), user_id=USER, embedder=embedder())
     if point == "after-commit":
-        mm.bundle.records.clear_pending = die  # type: ignore[method-assign]
+        mm.bundle.records.settle = die  # type: ignore[method-assign]
     else:
-        memory_index.write = die  # type: ignore[assignment]
+        mm.bundle.dense.write = die  # type: ignore[method-assign]
     mm.add_many(json.loads(Path(specs_json).read_text(encoding="utf-8")))
     raise SystemExit("not killed")  # the test asserts the exit was SIGKILL

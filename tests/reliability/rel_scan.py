@@ -12,7 +12,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from hello_memory.stores.records.sqlite import scope_token
+from hello_memory.stores.records.sqlite_lexical import scope_token
 from hello_memory.stores.vectors.base import Filter, VectorStore
 from rag.indexer import passage_id, passages
 from rag.pipeline import COLLECTION as RAG_COLLECTION

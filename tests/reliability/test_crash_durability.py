@@ -211,12 +211,10 @@ def _open_both(home: Path) -> tuple[MemoryManager, RAGPipeline]:
 
 def test_remove_interrupted_after_the_vector_delete_is_completed_on_open(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from hello_memory.core import writes as indexing
-
     mm, rag = _open_both(tmp_path)
     keep = mm.add("Bob lives in Rome", memory_type="semantic")
     gone = mm.add("Alice lives in Paris", memory_type="semantic")
-    monkeypatch.setattr(indexing, "_delete_records", _die)
+    monkeypatch.setattr(mm.bundle.records, "delete", _die)  # after the vectors and graph links went
     with pytest.raises(Killed):
         mm.remove(gone.id)  # vectors and graph links are gone, the rows are not
     monkeypatch.undo()
@@ -224,7 +222,7 @@ def test_remove_interrupted_after_the_vector_delete_is_completed_on_open(tmp_pat
     mm.close()
     mm, rag = _open_both(tmp_path)
     try:
-        assert mm.bundle.records.pending() == []
+        assert mm.bundle.records.unsettled() == []
         assert [i.id for i in mm.get_all()] == [keep.id]  # the remove completed (was: live, no vector)
         assert memory_problems(tmp_path, mm.bundle.vectors) == []
     finally:

@@ -24,7 +24,7 @@ from rel_scan import memory_collections, memory_problems, namespace_residue, rag
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.errors import NotFoundError
-from hello_memory.stores.records.sqlite import scope_token
+from hello_memory.stores.records.sqlite_lexical import scope_token
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from rag import RAGPipeline
 from rag.pipeline import COLLECTION as RAG_COLLECTION

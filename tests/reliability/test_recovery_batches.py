@@ -27,15 +27,15 @@ def _die(*_args: object, **_kwargs: object) -> None:
 
 
 def _journalled(home: Path, n: int, batch: int) -> list[str]:
-    """A data directory whose last ``add_many`` of ``n`` items committed but never cleared its journal."""
+    """A data directory whose last ``add_many`` of ``n`` items committed but never settled its markers."""
     settings = Settings(home=home, embed_batch_size=batch)
     mm = MemoryManager(settings, user_id="alice", embedder=DeterministicFakeEmbedder(32))
     specs = [{"content": f"memory {i}: Alice visited Paris", "memory_type": "semantic" if i % 5 == 0
               else "episodic"} for i in range(n)]
-    mm.bundle.records.clear_pending = _die  # type: ignore[method-assign]
+    mm.bundle.records.settle = _die  # type: ignore[method-assign]
     with pytest.raises(Killed):
         mm.add_many(specs)
-    del mm.bundle.records.clear_pending
+    del mm.bundle.records.settle
     assert len(mm.bundle.records.pending()) == n
     ids = [it.id for it in mm.get_all(limit=10**6)]
     mm.close()
@@ -69,7 +69,7 @@ def test_recovery_interrupted_halfway_resumes_where_it_stopped(tmp_path: Path) -
     _journalled(home, n, batch)
     from hello_memory.core import recovery
 
-    real = recovery._resync
+    real = recovery._complete
     calls = {"n": 0}
 
     def die_on_third(*args: object, **kwargs: object) -> None:
@@ -78,13 +78,13 @@ def test_recovery_interrupted_halfway_resumes_where_it_stopped(tmp_path: Path) -
             raise Killed
         real(*args, **kwargs)  # type: ignore[arg-type]
 
-    recovery._resync = die_on_third  # type: ignore[assignment]
+    recovery._complete = die_on_third  # type: ignore[assignment]
     try:
         with pytest.raises(Killed):
             MemoryManager(Settings(home=home, embed_batch_size=batch), user_id="alice",
                           embedder=DeterministicFakeEmbedder(32))
     finally:
-        recovery._resync = real  # type: ignore[assignment]
+        recovery._complete = real  # type: ignore[assignment]
     emb = DeterministicFakeEmbedder(32)
     with MemoryManager(Settings(home=home, embed_batch_size=batch), user_id="alice", embedder=emb) as mm:
         replayed = sum(len(c.texts) for c in emb.calls if c.kind == "passage")

@@ -16,7 +16,9 @@ from rel_scan import memory_problems
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.models import Entity, MemoryItem
-from hello_memory.stores.records.sqlite import _SCHEMA, SQLiteRecordStore, fts_tokens, scope_token
+from hello_memory.stores.records.sqlite import SQLiteRecordStore
+from hello_memory.stores.records.sqlite_lexical import fts_tokens, scope_token
+from hello_memory.stores.records.sqlite_rows import SCHEMA as _SCHEMA
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 
 OLD_COLUMNS = ",\n    valid_to REAL, modality TEXT, entity_ids TEXT NOT NULL DEFAULT '', lex TEXT NOT NULL DEFAULT ''"

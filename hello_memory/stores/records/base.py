@@ -41,67 +41,58 @@ Semantics every backend keeps:
   atomic write (Qdrant: the memory's point). One whose ``keeps_vectors`` is false ignores it; the
   caller writes vectors to a :class:`~hello_memory.stores.vectors.base.VectorStore` under a pending marker.
 
-Where the core stands (issue 19, phase B): its reads call the protocol (``read``, ``scan``,
-``record_access``, ``stats``, ``users``) in both modes; server mode writes through ``apply`` /
-``mark`` / ``settle`` / ``delete`` (:mod:`hello_memory.core.server_writes`), while the embedded write
-path keeps its SQLite transactions around the index writes (:mod:`hello_memory.core.journal`), which
-give it all-or-nothing writes across SQLite and the vector index that ``apply`` alone cannot.
-
-Inventory of what the core asked of records before phase B (``records.*`` and raw ``conn`` use in
-``indexing``, ``lifecycle``, ``retrieval``, ``semantic``, ``manager``, ``runtime``) and its place
-in this protocol:
-
-- ``indexing.insert`` (``transaction`` + ``insert_many`` + ``add_history("add")`` +
-  ``add_pending("index")``) → ``apply([RecordWrite(item, history=(add,), facts=..., vector=...,
-  pending=INDEX)])``.
-- ``semantic.record_facts`` (``conflicting_facts``, ``fetch``, ``replace`` setting ``valid_to``,
-  ``add_history("supersede")``, ``add_fact``) → ``conflicting_facts``, ``read``, one versioned
-  ``apply`` per superseded memory; the new memory's facts in ``RecordWrite.facts``.
-- ``indexing.update`` (``replace`` + ``add_history("update")`` + ``add_pending`` + raw
-  ``DELETE FROM facts`` + facts) → ``apply([RecordWrite(new, expected_version=v, history=...,
-  facts=..., vector=..., pending=INDEX)])``.
-- ``indexing.purge`` (``add_pending("purge")``, then ``delete_rows`` + raw ``DELETE`` of history and
-  pending) → ``mark(user, ids, PURGE)``, the external deletes, ``delete(user, ids)``.
-- ``indexing.soft_delete`` (``replace`` with ``deleted_at`` + ``unindex`` + ``add_history("forget")``
-  + ``add_pending("unindex")``, ``clear_pending``) → ``apply`` of the item with ``deleted_at``,
-  ``pending=UNINDEX``; ``settle``.
-- ``indexing.restore`` (``replace`` + ``reindex`` + history + ``add_pending("index")``) → ``apply``
-  of the live item with its vector and ``pending=INDEX``; ``settle``.
-- ``indexing.forget_user`` (raw ``SELECT id``, ``add_pending`` per id, ``records.forget_user``) →
-  ``ids``, ``mark(PURGE)``, ``forget_user`` (counts), ``residue``.
-- ``indexing.recover`` (``pending``, ``fetch(include_deleted)``, ``_delete_records``,
-  ``clear_pending``) → ``unsettled``, ``read(include_deleted=True)``, ``delete``, ``settle``.
-- ``indexing.scrub`` (``scrub(vacuum)``, after user-requested deletions) → ``scrub`` (a no-op on a
-  server).
-- ``lifecycle`` and ``manager`` (``list_items``: tiers, deleted, session, time range, three orders,
-  limit) → ``scan(user, RecordQuery(...))`` with :class:`RecordOrder`; the consolidation merge
-  (``replace`` + ``add_history("merge")``) → a versioned ``apply``.
-- ``retrieval`` (``lexical_search``, ``score_rows``, ``previous_in_session``, ``contents``,
-  ``fetch``, ``touch``) → the same names and arguments; ``read``; ``record_access(user, ids, at)``.
-- ``manager`` (``fetch``, ``history``, ``count_by_type`` live and deleted, ``avg_importance``) →
-  ``read``, ``history``, ``stats``.
-- ``runtime`` (``SQLiteRecordStore(path)``, ``records.conn``) → the backend's constructor, ``close``.
-
-The read methods the core already calls keep their names and argument order (``score_rows(ids,
-user_id)``, ...), so the embedded store satisfies this protocol without changing what the core
-calls today; the new ones put the user first, like :class:`~hello_memory.stores.graph.base.GraphStore`.
+- **The write unit.** :meth:`RecordStore.write` is the one sequence every change of the core runs,
+  in both modes: the records are applied with their pending markers, then ``then`` writes what
+  follows in other stores (vectors, graph links), then the caller settles the markers. A marker
+  is durable before any of that work starts, so a process killed anywhere leaves a marker that
+  recovery completes. What a failure of ``then`` leaves is the backend's guarantee, reported by
+  :class:`FollowUpFailed`: SQLite holds the records' transaction open until ``then`` returns
+  (``hold=True``) and rolls them back with it; Qdrant has committed each point when it was written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
 
-if TYPE_CHECKING:
-    from hello_memory.stores.records.sqlite import ScoreRow
+
+@dataclass(frozen=True, slots=True)
+class ScoreRow:
+    """What the tier formulas need of a memory, read without building the whole item."""
+
+    id: str
+    memory_type: MemoryType
+    importance: float
+    created_ts: float
+    session_id: str | None
+    valid_to_ts: float | None
+    modality: str | None
+    entity_ids: tuple[str, ...]
+    participants: tuple[str, ...] = ()
+
+
+class FollowUpFailed(Exception):
+    """Raised by :meth:`RecordStore.write` when its ``then`` failed; the cause is chained.
+
+    Attributes:
+        rolled_back: True when the records of the unit were rolled back with it (nothing of the
+            write is stored); False when they stay committed (the work that follows is pending).
+        stored: the records as the unit applied them.
+    """
+
+    def __init__(self, cause: BaseException, *, rolled_back: bool, stored: Sequence[StoredRecord] = ()) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.rolled_back = rolled_back
+        self.stored = list(stored)
 
 
 class PendingOp(str, Enum):
@@ -222,6 +213,29 @@ class RecordStore(Protocol):
         """Apply inserts and updates in order; returns each memory as stored afterwards."""
         ...
 
+    def write(
+        self,
+        writes: Sequence[RecordWrite],
+        then: Callable[[list[StoredRecord]], None] | None = None,
+        *,
+        hold: bool = True,
+    ) -> list[StoredRecord]:
+        """The write unit: apply ``writes``, then run ``then(stored)`` (see the module docstring).
+
+        Args:
+            writes: as for :meth:`apply`; the pending markers they carry are durable before
+                ``then`` runs (and before anything is applied, where the marker is a separate row).
+            then: the work that follows in other stores; it may call this store again.
+            hold: keep the records revocable until ``then`` returns, where the backend can (content
+                writes); False commits them first (deletions: the record alone decides every read).
+
+        Raises:
+            FollowUpFailed: ``then`` raised; ``rolled_back`` says whether the records went with it.
+            Anything :meth:`apply` raises: nothing of the batch is stored (a backend that applies
+                memory by memory takes back the inserts that landed).
+        """
+        ...
+
     def mark(self, user_id: str, ids: Sequence[str], op: PendingOp) -> None:
         """Set the pending marker of the user's memories ``ids`` without changing them."""
         ...
@@ -234,8 +248,13 @@ class RecordStore(Protocol):
         """
         ...
 
-    def delete(self, user_id: str, ids: Sequence[str]) -> int:
-        """Hard-delete the user's memories: record, lexical entry, history, facts, marker; returns how many."""
+    def delete(self, user_id: str, ids: Sequence[str], *, keep_pending: bool = False) -> int:
+        """Hard-delete the user's memories: record, lexical entry, history, facts, marker; returns how many.
+
+        ``keep_pending`` keeps the markers where they outlive the record (SQLite: a row of its own),
+        so that recovery finishes the clean-up of other stores; a backend that keeps the marker in
+        the record loses it with the record (Qdrant: ``hello-memory reindex --graph`` repairs).
+        """
         ...
 
     def record_access(self, user_id: str, ids: Sequence[str], at: datetime) -> None:
@@ -309,8 +328,8 @@ class RecordStore(Protocol):
         ...
 
     # -- deletion and lifecycle ----------------------------------------------------------------
-    def forget_user(self, user_id: str) -> dict[str, int]:
-        """Delete everything of the user; returns deleted counts per kind."""
+    def forget_user(self, user_id: str, *, keep_pending: bool = False) -> dict[str, int]:
+        """Delete everything of the user; returns deleted counts per kind (``keep_pending``: as for :meth:`delete`)."""
         ...
 
     def residue(self, user_id: str) -> dict[str, int]:

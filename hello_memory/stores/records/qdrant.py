@@ -39,20 +39,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
-from hello_memory.errors import (
-    InvalidInputError,
-)
+from hello_memory.errors import HelloMemoryError, InvalidInputError, StoreError
 from hello_memory.stores.qdrant_connection import QdrantConnection, check_dense, kind_check, models
 from hello_memory.stores.records import qdrant_codec as codec
-from hello_memory.stores.records.base import PendingOp, RecordWrite, StoredRecord
+from hello_memory.stores.records.base import FollowUpFailed, PendingOp, RecordWrite, StoredRecord
+from hello_memory.stores.records.checks import check_writes
 from hello_memory.stores.records.qdrant_lexical import SessionContext
 from hello_memory.stores.records.qdrant_reads import DENSE, HISTORY, LEXICAL, RECORDS
 from hello_memory.stores.records.qdrant_writes import RecordWrites
-from hello_memory.stores.records.sqlite_protocol import check_writes
 from hello_memory.stores.sparse import LexicalEncoder
 from hello_memory.stores.vectors.rules import existing_id_candidates, unit_vector
 
@@ -159,6 +157,9 @@ class QdrantRecordStore(RecordWrites):
     # -- writes -------------------------------------------------------------------------------
     def apply(self, writes: Sequence[RecordWrite]) -> list[StoredRecord]:
         """Apply the writes memory by memory, in order (see the module docstring)."""
+        return self._apply(writes, [])
+
+    def _apply(self, writes: Sequence[RecordWrite], landed: list[str]) -> list[StoredRecord]:
         check_writes(writes)
         self._ensure()
         vectors = [self._check_vector(w) for w in writes]
@@ -166,10 +167,50 @@ class QdrantRecordStore(RecordWrites):
         out: list[StoredRecord] = []
         try:
             for w, vector in zip(writes, vectors, strict=True):
-                out.append(self._apply_one(w, plan.documents[w.item.id], plan.seqs[w.item.id], vector))
+                out.append(self._apply_one(w, plan.documents[w.item.id], plan.seqs[w.item.id], vector, landed))
         finally:
             self._context.refresh(plan, self._encoder)
         return out
+
+    def write(
+        self,
+        writes: Sequence[RecordWrite],
+        then: Callable[[list[StoredRecord]], None] | None = None,
+        *,
+        hold: bool = True,
+    ) -> list[StoredRecord]:
+        """The write unit (see :meth:`~hello_memory.stores.records.base.RecordStore.write`).
+
+        Each point is committed when it is written, with its marker, so ``hold`` holds nothing: a
+        failure of ``then`` leaves the records and their markers for recovery (``rolled_back`` is
+        False). A batch that fails midway is taken back: the inserts it stored are deleted again.
+        """
+        landed: list[str] = []
+        try:
+            stored = self._apply(writes, landed)
+        except (HelloMemoryError, OSError) as e:
+            self._take_back(writes, landed, e)
+        if then is not None:
+            try:
+                then(stored)
+            except Exception as e:
+                raise FollowUpFailed(e, rolled_back=False, stored=stored) from e
+        return stored
+
+    def _take_back(self, writes: Sequence[RecordWrite], landed: list[str], error: Exception) -> NoReturn:
+        """A batch failed midway: delete the inserts it stored, so the batch is all or nothing."""
+        users = {w.item.id: w.item.user_id for w in writes}
+        try:
+            for mid in landed:
+                self.delete(users[mid], [mid])
+        except (StoreError, OSError) as undo_error:
+            raise StoreError(
+                f"a write failed midway ({error}), and what it stored could not be taken back ({undo_error}): "
+                "retry with the same memory_id values (stored ones are returned, not stored twice)"
+            ) from error
+        if isinstance(error, HelloMemoryError) and type(error) is not StoreError:
+            raise error  # a typed failure (an id conflict, disk full on the server) keeps its type
+        raise StoreError(f"the write failed, nothing was stored: {error}") from error
 
     def mark(self, user_id: str, ids: Sequence[str], op: PendingOp) -> None:
         """Set the pending marker of the user's memories ``ids``."""
@@ -202,8 +243,13 @@ class QdrantRecordStore(RecordWrites):
         if ops:
             self._conn.call("settle", "batch_update_points", self._conn.full(RECORDS), ops, wait=True)
 
-    def delete(self, user_id: str, ids: Sequence[str]) -> int:
-        """Hard-delete the user's memories: history first, then the point (which holds the marker)."""
+    def delete(self, user_id: str, ids: Sequence[str], *, keep_pending: bool = False) -> int:
+        """Hard-delete the user's memories: history first, then the point (which holds the marker).
+
+        ``keep_pending`` cannot be honoured: the marker lives in the point and goes with it (a
+        graph left behind is repaired by ``hello-memory reindex --graph``, which unlinks memories
+        without a record).
+        """
         self._ensure()
         owned = {
             str(p.id): p
@@ -254,8 +300,9 @@ class QdrantRecordStore(RecordWrites):
         self._conn.call("record accesses", "batch_update_points", self._conn.full(RECORDS), ops, wait=True)
 
     # -- deletion and lifecycle ----------------------------------------------------------------
-    def forget_user(self, user_id: str) -> dict[str, int]:
-        """Delete every record and history entry of the user; returns the counts."""
+    def forget_user(self, user_id: str, *, keep_pending: bool = False) -> dict[str, int]:
+        """Delete every record and history entry of the user; returns the counts (``keep_pending``: see
+        :meth:`delete`)."""
         self._ensure()
         m = models()
         qfilter = m.Filter(must=[codec.match("user_id", user_id)])

@@ -24,10 +24,10 @@ from hello_memory.stores.records.base import (
     RecordOrder,
     RecordQuery,
     RecordStats,
+    ScoreRow,
     StoredRecord,
 )
 from hello_memory.stores.records.qdrant_lexical import SessionContext
-from hello_memory.stores.records.sqlite import ScoreRow
 from hello_memory.stores.records.sqlite_lexical import evidence_weights
 from hello_memory.stores.sparse import LexicalEncoder, index_terms, term_id
 from hello_memory.stores.vectors.rules import existing_id_candidates, unit_vector

@@ -17,9 +17,9 @@ from hello_memory.models import MemoryItem
 from hello_memory.stores.qdrant_connection import models
 from hello_memory.stores.records import qdrant_codec as codec
 from hello_memory.stores.records.base import RecordWrite, StoredRecord
+from hello_memory.stores.records.checks import same_memory, stale, taken
 from hello_memory.stores.records.qdrant_lexical import Document
 from hello_memory.stores.records.qdrant_reads import DENSE, HISTORY, LEXICAL, RECORDS, RecordReads
-from hello_memory.stores.records.sqlite_protocol import same_memory, stale, taken
 from hello_memory.stores.sparse import index_terms
 
 
@@ -37,7 +37,10 @@ class RecordWrites(RecordReads):
         )
         return records[0] if records else None
 
-    def _apply_one(self, w: RecordWrite, doc: Document, seq: int, vector: list[float] | None) -> StoredRecord:
+    def _apply_one(
+        self, w: RecordWrite, doc: Document, seq: int, vector: list[float] | None, landed: list[str]
+    ) -> StoredRecord:
+        """Apply one write; the id of an insert that this call stored is appended to ``landed``."""
         item = w.item
         keep_dense = w.expected_version is not None and vector is None and item.deleted_at is None
         existing = self._point(item.id, dense=keep_dense and self._dimension is not None)
@@ -45,7 +48,7 @@ class RecordWrites(RecordReads):
             if existing is not None:
                 return self._repeat(existing, item)
             book = _book(1, seq, w, None, item)
-            return self._write(item, book, doc, vector, insert=True, expected=None)
+            return self._write(item, book, doc, vector, insert=True, expected=None, landed=landed)
         if existing is None or existing.payload.get("user_id") != item.user_id:
             raise NotFoundError(f"no memory {item.id!r} for user {item.user_id!r}", object_id=item.id)
         stored_version = int(existing.payload["version"])
@@ -77,6 +80,7 @@ class RecordWrites(RecordReads):
         *,
         insert: bool,
         expected: int | None,
+        landed: list[str] | None = None,
     ) -> StoredRecord:
         m = models()
         own = index_terms(lexical_tokens(item.content))
@@ -99,14 +103,16 @@ class RecordWrites(RecordReads):
         self._conn.call(
             "write a memory", "upsert", self._conn.full(RECORDS), points=[point], wait=True, **options
         )
-        landed = self._point(item.id)
-        if landed is None:
+        point = self._point(item.id)
+        if point is None:
             raise StoreError(f"memory {item.id!r} was deleted while it was written; write it again")
-        if book.write_id not in (landed.payload.get("recent_writes") or ()):
+        if book.write_id not in (point.payload.get("recent_writes") or ()):
             if insert:
-                return self._repeat(landed, item)
-            raise stale(item.id, int(expected or 0), int(landed.payload["version"]))
-        self._flush(landed)
+                return self._repeat(point, item)
+            raise stale(item.id, int(expected or 0), int(point.payload["version"]))
+        if insert and landed is not None:
+            landed.append(item.id)
+        self._flush(point)
         return StoredRecord(item, book.version)
 
     def _flush(self, point: Any) -> None:

@@ -20,7 +20,8 @@ from hello_memory import MemoryManager, Settings
 from hello_memory.core import writes as indexing
 from hello_memory.language.text import lexical_tokens
 from hello_memory.stores.records import sqlite_lexical
-from hello_memory.stores.records.sqlite import SQLiteRecordStore, scope_token
+from hello_memory.stores.records.sqlite import SQLiteRecordStore
+from hello_memory.stores.records.sqlite_lexical import scope_token
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)

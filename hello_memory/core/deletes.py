@@ -1,0 +1,115 @@
+"""Deletions: forget (soft), purge and remove (hard), forget_user — committed first in both modes.
+
+The record alone decides every read (each vector or graph hit is checked against the live
+records), so once the deletion of the record is committed the memory is gone for every caller.
+The clean-up of the other stores follows under a pending marker; if it fails,
+:class:`~hello_memory.errors.IndexPendingError` says "committed, index pending" and recovery
+completes it. All of these run under ``core.lock``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hello_memory.core import MemoryCore
+from hello_memory.core.unit import by_user, commit, marker, pending, unindex
+from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
+from hello_memory.stores.records.base import PendingOp, RecordWrite, StoredRecord
+
+
+def soft_delete(core: MemoryCore, items: Sequence[MemoryItem], reason: str | Sequence[str]) -> None:
+    """Mark items forgotten (restorable): out of every index, record and history kept.
+
+    ``reason`` is one for all, or one per item. Memories another worker removed meanwhile are
+    skipped: there is nothing left to forget.
+    """
+    if not items:
+        return
+    reasons = [reason] * len(items) if isinstance(reason, str) else list(reason)
+    now = core.now()
+    live = {uid: core.records.read(uid, [it.id for it in group]) for uid, group in by_user(items).items()}
+    writes = []
+    for it, why in zip(items, reasons, strict=True):
+        rec = live[it.user_id].get(it.id)
+        if rec is None:
+            continue
+        writes.append(
+            RecordWrite(
+                rec.item.model_copy(update={"deleted_at": now}),
+                expected_version=rec.version,
+                history=(HistoryEntry(memory_id=it.id, event="forget", new={"reason": why}, at=now),),
+                pending=marker(core, it, True, it.memory_type == MemoryType.SEMANTIC, PendingOp.UNINDEX),
+            )
+        )
+
+    def index(stored: list[StoredRecord]) -> None:
+        unindex(core, [s.item for s in stored])
+
+    commit(core, writes, index=index, undo=None, hold=False, what="forget")
+
+
+def purge(core: MemoryCore, items: Sequence[MemoryItem]) -> None:
+    """Hard-delete items from every store, history included.
+
+    The markers (``PURGE``) are set first, then the index is cleared, then the records are deleted.
+    If clearing the index fails, the records are deleted all the same (the deletion is what the
+    caller asked for, and no read returns the memories after it) and ``IndexPendingError`` says the
+    clean-up is pending; the markers stay where the record store can keep them apart from the record.
+    """
+    if not items:
+        return
+    groups = by_user(items)
+    for uid, group in groups.items():
+        core.records.mark(uid, [it.id for it in group], PendingOp.PURGE)
+    failure: Exception | None = None
+    try:
+        unindex(core, items)
+    except Exception as e:
+        failure = e
+    for uid, group in groups.items():
+        core.records.delete(uid, [it.id for it in group], keep_pending=failure is not None)
+    if failure is not None:
+        raise pending([it.id for it in items], failure, "the deletion") from failure
+
+
+def remove(core: MemoryCore, items: Sequence[MemoryItem]) -> None:
+    """A user-requested hard deletion: :func:`purge`, then :func:`scrub` (even if the index lags)."""
+    try:
+        purge(core, items)
+    finally:
+        scrub(core)
+
+
+def scrub(core: MemoryCore, *, vacuum: bool = False) -> None:
+    """After a user-requested deletion: leave no deleted text in the embedded files (FTS segments, WAL).
+
+    ``vacuum`` also rebuilds the files so that no deleted id survives as a b-tree divider key.
+    Servers manage their own storage (the record store's ``scrub`` is a no-op there).
+    """
+    core.records.scrub(vacuum=vacuum)
+    graph_scrub = getattr(core.graph, "scrub", None)  # only the file-backed graph has one
+    if graph_scrub is not None:
+        graph_scrub(vacuum=vacuum)
+
+
+def forget_user(core: MemoryCore, user_id: str) -> dict[str, int]:
+    """Delete every trace of ``user_id``: vectors, graph, records, history; returns counts per store.
+
+    Marked first (a crash midway is completed by recovery); the records go even when another store
+    fails, and ``IndexPendingError`` then says what is left to clean up.
+    """
+    ids = core.records.ids(user_id)
+    core.records.mark(user_id, ids, PendingOp.PURGE)
+    counts: dict[str, int] = {}
+    failure: Exception | None = None
+    try:
+        counts.update({f"vectors:{k}": v for k, v in core.dense.forget_user(user_id).items()})
+        counts.update({f"graph:{k}": v for k, v in core.graph.forget_user(user_id).items()})
+    except Exception as e:
+        failure = e
+    records = core.records.forget_user(user_id, keep_pending=failure is not None)
+    counts.update({f"records:{k}": v for k, v in records.items()})
+    scrub(core, vacuum=True)
+    if failure is not None:
+        raise pending(ids, failure, "forget_user", result=counts) from failure
+    return counts
