@@ -25,6 +25,12 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+class _Record(BaseModel):
+    """A record of the public API: unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class MemoryType(str, Enum):
     """The four memory tiers."""
 
@@ -113,20 +119,16 @@ class MemoryItem(BaseModel):
         return v
 
 
-class ScoredMemory(BaseModel):
+class ScoredMemory(_Record):
     """A search hit: the memory, its final score and the formula's terms by name."""
-
-    model_config = ConfigDict(extra="forbid")
 
     item: MemoryItem
     score: float
     breakdown: dict[str, float] = Field(default_factory=dict)
 
 
-class HistoryEntry(BaseModel):
+class HistoryEntry(_Record):
     """One change of one memory (add, update, remove, restore, consolidate, supersede, purge)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     memory_id: str
     event: str
@@ -136,10 +138,8 @@ class HistoryEntry(BaseModel):
     actor: str = "system"
 
 
-class ForgottenItem(BaseModel):
+class ForgottenItem(_Record):
     """One memory a forget call removed, and why."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str
     memory_type: MemoryType
@@ -147,10 +147,8 @@ class ForgottenItem(BaseModel):
     reason: str
 
 
-class ForgetReport(BaseModel):
+class ForgetReport(_Record):
     """What :meth:`MemoryManager.forget` did."""
-
-    model_config = ConfigDict(extra="forbid")
 
     strategy: str
     forgotten: list[ForgottenItem] = Field(default_factory=list)
@@ -162,10 +160,8 @@ class ForgetReport(BaseModel):
         return len(self.forgotten)
 
 
-class ConsolidateReport(BaseModel):
+class ConsolidateReport(_Record):
     """What :meth:`MemoryManager.consolidate` did."""
-
-    model_config = ConfigDict(extra="forbid")
 
     from_type: MemoryType
     to_type: MemoryType
@@ -181,10 +177,8 @@ class ConsolidateReport(BaseModel):
         return len(self.source_ids)
 
 
-class MemoryStats(BaseModel):
+class MemoryStats(_Record):
     """Counts for one user."""
-
-    model_config = ConfigDict(extra="forbid")
 
     user_id: str
     total: int

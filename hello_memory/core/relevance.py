@@ -8,8 +8,8 @@
   candidates so the dense side spans [0, 1] like the lexical one, and scales that by the best
   candidate's confidence (``min(1, lifted_best / DENSE_CONFIDENT)``): when no candidate is a
   confident dense match, lexical evidence decides. Without the rescaling, e5's cosines crowd into
-  a narrow band and lexical noise outvotes them on long (dialogue) queries (MADial zh recall@10
-  0.675 vs 0.750, in-sample on the development dialogues; BENCHMARKS.md).
+  a narrow band and lexical noise outvotes them on long (dialogue) queries: recall on dialogue
+  queries drops clearly without it (see BENCHMARKS.md).
 - ``rrf``: reciprocal-rank fusion of the two rankings, scaled so rank 1 in both gives 1.0.
 
 Named participants: when a query names a person listed in a candidate's ``participants`` (for a
@@ -20,10 +20,10 @@ names participants; its cross-validated effect is in BENCHMARKS.md.
 
 Questions and answers (opt-in, ``adjacency_weight`` 0 by default): in a conversation, a turn that
 answers another participant's question and the question itself share relevance
-(:func:`share_adjacent`): each gets at least ``adjacency_weight`` of the other's ``sim``. Tuned on
-LoCoMo's development conversations (in-sample 0.787 → 0.801); held out, by conversation, it gained
-0.3 points with 3 of 5 conversations hurt, inside the noise (BENCHMARKS.md), hence opt-in. It was
-not cross-validated on a user/assistant log.
+(:func:`share_adjacent`): each gets at least ``adjacency_weight`` of the other's ``sim``. It helped
+on the conversations it was tuned on; held out, by conversation, its gain was inside the noise and
+it hurt more conversations than it helped (see BENCHMARKS.md), hence opt-in. It was not
+cross-validated on a user/assistant log.
 
 Relevance floor ("nothing relevant" is a correct answer): the fused ``sim`` is relative to the
 candidates (min–max, best BM25), so it cannot tell a weak best match from a strong one. Before
@@ -81,10 +81,9 @@ class Floor:
 
 
 # Cosine and lexical evidence of the relevance floor, by embedder name prefix. e5: 0.82, the largest
-# cosine every cross-validation fold of LoCoMo and LongMemEval admitted within its one-point budget
-# (0.84 costs ~0.95 points there and two folds of each rejected it), at a cost of 0.2-0.5 points of
-# answerable recall against no floor (BENCHMARKS.md, "The relevance floor"); unrelated short texts
-# reach 0.78-0.81 with e5-small, a paraphrase 0.82-0.86. The hashed
+# cosine every cross-validation fold admitted within the floor's budget of one point of answerable
+# recall (0.84, the next step, was rejected by some folds; see BENCHMARKS.md, "The relevance floor");
+# unrelated short texts reach 0.78-0.81 with e5-small, a paraphrase 0.82-0.86. The hashed
 # TF-IDF embedder's cosine is itself lexical: one shared word of a five-word query gives 0.18-0.27,
 # a matching memory 0.6-0.7 (set by hand on such pairs). The fake test embedder's cosines carry no
 # meaning (only identical texts match), so like any uncalibrated embedder it gets no dense floor:

@@ -42,8 +42,8 @@ from hello_memory.validation import (
 logger = logging.getLogger(__name__)
 MIN_CANDIDATES = 50
 # The relevance floor judges questions, not conversations or long texts: e5-small's cosines between a
-# long English text and a short memory are flat (MADial en: the gold memories' median cosine 0.79,
-# about what an unrelated short question reaches), and a floor cost 25 points of recall@10 there.
+# long English text and a short memory are flat (the memories a dialogue query needs score about
+# what an unrelated short question reaches), so a floor there drops them (see BENCHMARKS.md).
 FLOOR_MAX_QUERY_TOKENS = 64
 _QUESTION = re.compile(r"[?？]")
 
@@ -206,7 +206,7 @@ def _candidates(
     """Raw cosines and raw BM25 of the dense and lexical candidates."""
     # A query that names a time ("two weeks ago") also draws candidates from that time: the
     # memories it means may share few words with it. The phrase stays in the lexical query: memories
-    # say "last weekend" too (LongMemEval hit@5 0.785 with it, 0.776 without; in-sample).
+    # say "last weekend" too, and keeping it found slightly more evidence (see BENCHMARKS.md).
     windows = [window] + ([w] if (w := _named_window(named_times, window)) else [])
     dense: dict[str, float] = {}
     lexical: dict[str, float] = {}

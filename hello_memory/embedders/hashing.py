@@ -5,13 +5,12 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 
 import numpy as np
 
-from hello_memory.embedders.base import Vectors
-from hello_memory.embedders.factory import check_texts, check_vectors, l2_normalize
+from hello_memory.embedders.base import BatchedEmbedder
 from hello_memory.errors import InvalidInputError
 from hello_memory.language.text import lexical_tokens
 
@@ -20,7 +19,7 @@ _CHAR_PREFIX = "\x01c:"
 _EMPTY_FEATURE = "\x00empty"
 
 
-class HashingTfidfEmbedder:
+class HashingTfidfEmbedder(BatchedEmbedder):
     """Feature-hashed bag of lexical tokens: a lexical fallback when no neural model is wanted.
 
     Recipe, fixed so that a vector never changes between processes or machines:
@@ -50,6 +49,7 @@ class HashingTfidfEmbedder:
     def __init__(self, dimension: int = 1024) -> None:
         if dimension < 2:
             raise InvalidInputError("dimension must be >= 2", field="dimension")
+        super().__init__()
         self._dimension = dimension
 
     @property
@@ -57,18 +57,11 @@ class HashingTfidfEmbedder:
         """``"hashing-tfidf-v1:<dimension>"``; the version changes whenever the recipe does."""
         return f"hashing-tfidf-v1:{self._dimension}"
 
-    @property
-    def dimension(self) -> int:
-        """Number of hash buckets."""
-        return self._dimension
-
-    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> Vectors:
-        """Embed ``texts`` (``kind`` has no effect)."""
-        items = check_texts(texts)
-        out = np.zeros((len(items), self._dimension), dtype=np.float32)
-        for row, text in enumerate(items):
+    def _embed_batch(self, batch: list[str], kind: str) -> np.ndarray:
+        out = np.zeros((len(batch), self._dimension), dtype=np.float32)
+        for row, text in enumerate(batch):
             self._fill(out[row], text)
-        return l2_normalize(check_vectors(out, len(items), self._dimension, self.name))
+        return out
 
     def _fill(self, row: np.ndarray, text: str) -> None:
         features = lexical_tokens(text) or [_CHAR_PREFIX + c for c in text if not c.isspace()]

@@ -5,15 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from hello_memory._lazy import require
-from hello_memory.embedders.base import Vectors
-from hello_memory.embedders.factory import check_texts, check_vectors
+from hello_memory.embedders.base import BatchedEmbedder
 from hello_memory.errors import EmbeddingError, InvalidInputError
 
 logger = logging.getLogger(__name__)
@@ -23,7 +19,7 @@ _DEFAULT_DIMENSION = 384
 _TRUE = {"1", "true", "yes", "on"}
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(BatchedEmbedder):
     """A sentence-transformers model on CPU (or another torch device), loaded on first use.
 
     With ``model=None`` the model is all-MiniLM-L6-v2 (English, 384 dimensions) shipped inside
@@ -48,15 +44,17 @@ class SentenceTransformerEmbedder:
         ((1, 384), 'sentence-transformers/all-MiniLM-L6-v2')
     """
 
+    normalize = False  # encode() normalises already
+
     def __init__(self, model: str | Path | None = None, *, device: str = "cpu", batch_size: int = 32) -> None:
         if batch_size < 1:
             raise InvalidInputError("batch_size must be >= 1", field="batch_size")
+        # One encode() call per embed(): it batches (and sorts by length) itself.
+        super().__init__()
         self._model_ref = model
         self._device = device
-        self._batch_size = batch_size
-        self._model: Any = None
-        self._dimension: int | None = _DEFAULT_DIMENSION if model is None else None
-        self._load_lock = threading.Lock()
+        self._encode_batch_size = batch_size
+        self._known_dimension: int | None = _DEFAULT_DIMENSION if model is None else None
         self._run_lock = threading.Lock()
 
     @property
@@ -67,44 +65,40 @@ class SentenceTransformerEmbedder:
     @property
     def dimension(self) -> int:
         """Vector length; loads the model unless it is the bundled default."""
-        if self._dimension is None:
+        if self._known_dimension is None:
             self._load()
-        assert self._dimension is not None
-        return self._dimension
+        assert self._known_dimension is not None
+        return self._known_dimension
 
-    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> Vectors:
-        """Embed ``texts``.
+    def _prepare(self, items: list[str], kind: str) -> list[str]:
+        """Load the model first, even for an empty input (a missing extra or model fails every call).
 
         Raises:
             MissingDependencyError: the ``st`` extra is not installed.
-            EmbeddingError: the model cannot be loaded or encoding failed.
+            EmbeddingError: the model cannot be loaded.
         """
-        items = check_texts(texts)
+        self._load()
+        return items
+
+    def _embed_batch(self, batch: list[str], kind: str) -> Any:
+        """Encode all the texts of the call, with the model's own prompt for ``kind`` if it has one.
+
+        Raises:
+            EmbeddingError: encoding failed.
+        """
         model = self._load()
-        assert self._dimension is not None
-        if not items:
-            return np.empty((0, self._dimension), dtype=np.float32)
-        prompt_name = _prompt_name(model, kind)
         try:
             with self._run_lock:
-                out = model.encode(
-                    items,
-                    prompt_name=prompt_name,
-                    batch_size=self._batch_size,
+                return model.encode(
+                    batch,
+                    prompt_name=_prompt_name(model, kind),
+                    batch_size=self._encode_batch_size,
                     show_progress_bar=False,
                     convert_to_numpy=True,
                     normalize_embeddings=True,
                 )
         except Exception as e:  # torch/tokenizer errors have no common base class
-            raise EmbeddingError(f"{self.name} failed to embed {len(items)} texts: {e}") from e
-        return check_vectors(out, len(items), self._dimension, self.name)
-
-    def _load(self) -> Any:
-        if self._model is None:
-            with self._load_lock:
-                if self._model is None:
-                    self._model = self._create()
-        return self._model
+            raise EmbeddingError(f"{self.name} failed to embed {len(batch)} texts: {e}") from e
 
     def _create(self) -> Any:
         path = self._resolve_path()
@@ -124,8 +118,8 @@ class SentenceTransformerEmbedder:
         dim = get_dim()
         if not dim:
             raise EmbeddingError(f"sentence-transformers model {path!r} does not report its dimension")
-        self._dimension = int(dim)
-        logger.info("loaded %s (%s dimensions) on %s", self.name, self._dimension, self._device)
+        self._known_dimension = int(dim)
+        logger.info("loaded %s (%s dimensions) on %s", self.name, self._known_dimension, self._device)
         return model
 
     def _resolve_path(self) -> str:

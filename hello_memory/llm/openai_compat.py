@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 from hello_memory._lazy import require
 from hello_memory.errors import InvalidInputError, LLMError
-from hello_memory.llm.base import LLMResponse, Message, ToolCall
+from hello_memory.llm.base import ChatLLM, ChatRequest, LLMResponse, ToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +18,7 @@ DASHSCOPE_DEFAULT_MODEL = "qwen-plus"
 _NO_KEY = "not-needed"
 
 
-class OpenAICompatibleLLM:
+class OpenAICompatibleLLM(ChatLLM):
     """An :class:`~hello_memory.llm.base.LLMClient` over the official ``openai`` SDK.
 
     Sends ``chat.completions`` requests, with native function calling when ``tools`` is given,
@@ -79,15 +78,8 @@ class OpenAICompatibleLLM:
         """The model requested on every call."""
         return self._model
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[dict[str, Any]] | None = None,
-        temperature: float = 0.2,
-        max_tokens: int | None = None,
-    ) -> LLMResponse:
-        """Return the assistant's reply to ``messages`` (OpenAI chat format).
+    def _complete(self, request: ChatRequest) -> LLMResponse:
+        """Send ``request`` as one ``chat.completions`` call and parse the first choice.
 
         Raises:
             LLMError: the request failed, or the reply is empty.
@@ -96,13 +88,13 @@ class OpenAICompatibleLLM:
         openai = require("openai", "openai")
         kwargs: dict[str, Any] = {
             "model": self._model,
-            "messages": list(messages),
-            "temperature": temperature,
+            "messages": request.messages,
+            "temperature": request.temperature,
         }
-        if max_tokens is not None:
-            kwargs["max_tokens"] = max_tokens
-        if tools:
-            kwargs["tools"] = list(tools)
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
+        if request.tools:
+            kwargs["tools"] = request.tools
         try:
             resp = self._sdk().chat.completions.create(**kwargs)
         except openai.APIStatusError as e:

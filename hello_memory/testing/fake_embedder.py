@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from hello_memory.embedders.base import Vectors
-from hello_memory.embedders.factory import check_texts, check_vectors, l2_normalize
+from hello_memory.embedders.base import BatchedEmbedder
 from hello_memory.errors import EmbeddingError, InvalidInputError
 
 
@@ -36,7 +34,7 @@ def fake_vector(text: str, dimension: int) -> np.ndarray:
     return (vec / np.linalg.norm(vec)).astype(np.float32)
 
 
-class DeterministicFakeEmbedder:
+class DeterministicFakeEmbedder(BatchedEmbedder):
     """Unit vectors seeded from SHA-256 of each text, for unit tests and the offline demo.
 
     Equal texts get equal vectors (in every process); different texts get unrelated ones, so
@@ -53,6 +51,7 @@ class DeterministicFakeEmbedder:
     def __init__(self, dimension: int = 32) -> None:
         if dimension < 1:
             raise InvalidInputError("dimension must be >= 1", field="dimension")
+        super().__init__()
         self._dimension = dimension
         self._lock = threading.Lock()
         self.calls: list[EmbedCall] = []
@@ -62,23 +61,22 @@ class DeterministicFakeEmbedder:
         """``"fake-sha256:<dimension>"``."""
         return f"fake-sha256:{self._dimension}"
 
-    @property
-    def dimension(self) -> int:
-        """Vector length."""
-        return self._dimension
+    def _prepare(self, items: list[str], kind: str) -> list[str]:
+        """Record the call."""
+        self._record(items, kind)
+        return items
 
-    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> Vectors:
-        """Embed ``texts`` deterministically and record the call."""
-        items = check_texts(texts)
+    def _record(self, items: list[str], kind: str) -> int:
+        """Append the call to :attr:`calls`; return its number (1 for the first)."""
         with self._lock:
             self.calls.append(EmbedCall(tuple(items), kind))
-        return self._vectors(items)
+            return len(self.calls)
 
-    def _vectors(self, items: list[str]) -> Vectors:
-        out = np.empty((len(items), self._dimension), dtype=np.float32)
-        for i, text in enumerate(items):
+    def _embed_batch(self, batch: list[str], kind: str) -> np.ndarray:
+        out = np.empty((len(batch), self._dimension), dtype=np.float32)
+        for i, text in enumerate(batch):
             out[i] = fake_vector(text, self._dimension)
-        return l2_normalize(check_vectors(out, len(items), self._dimension, self.name))
+        return out
 
 
 class FailingEmbedder(DeterministicFakeEmbedder):
@@ -108,15 +106,11 @@ class FailingEmbedder(DeterministicFakeEmbedder):
         self._succeed_calls = succeed_calls
         self._message = message
 
-    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> Vectors:
-        """Fail as configured, else embed like :class:`DeterministicFakeEmbedder`."""
-        items = check_texts(texts)
-        with self._lock:
-            self.calls.append(EmbedCall(tuple(items), kind))
-            call_no = len(self.calls)
-        if self._should_fail(items, call_no):
+    def _prepare(self, items: list[str], kind: str) -> list[str]:
+        """Record the call, then fail as configured."""
+        if self._should_fail(items, self._record(items, kind)):
             raise EmbeddingError(f"FailingEmbedder: {self._message}")
-        return self._vectors(items)
+        return items
 
     def _should_fail(self, items: list[str], call_no: int) -> bool:
         if call_no <= self._succeed_calls:

@@ -7,23 +7,20 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from hello_memory.errors import LLMError
-from hello_memory.llm.base import LLMResponse, Message
+from hello_memory.llm.base import ChatLLM, ChatRequest, LLMResponse, Message
 
 Reply = LLMResponse | str | Callable[[list[Message]], LLMResponse | str]
 Predicate = Callable[[str], bool] | str
 
 
 @dataclass(frozen=True, slots=True)
-class LLMCall:
-    """One recorded ``complete`` call (messages and tools are deep copies)."""
+class LLMCall(ChatRequest):
+    """One recorded ``complete`` call: ``messages``, ``tools``, ``temperature``, ``max_tokens``.
 
-    messages: list[Message]
-    tools: list[dict[str, Any]] | None
-    temperature: float
-    max_tokens: int | None
+    The messages are deep copies (and so are the tools, for :class:`ScriptedLLM`).
+    """
 
     @property
     def last_user_message(self) -> str:
@@ -42,7 +39,7 @@ def last_user_text(messages: Sequence[Message]) -> str:
     return ""
 
 
-class ScriptedLLM:
+class ScriptedLLM(ChatLLM):
     """A deterministic :class:`~hello_memory.llm.base.LLMClient` for tests.
 
     Replies come from a script, in order; each entry is an :class:`LLMResponse`, a string (the
@@ -97,24 +94,16 @@ class ScriptedLLM:
         """Scripted replies not yet used (0 for a rule-based instance)."""
         return len(self._script)
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[dict[str, Any]] | None = None,
-        temperature: float = 0.2,
-        max_tokens: int | None = None,
-    ) -> LLMResponse:
+    def _complete(self, request: ChatRequest) -> LLMResponse:
         """Record the call and return the next scripted (or first matching) reply."""
-        msgs = copy.deepcopy(list(messages))
         call = LLMCall(
-            msgs, copy.deepcopy(list(tools)) if tools is not None else None, temperature, max_tokens
+            copy.deepcopy(request.messages), copy.deepcopy(request.tools), request.temperature, request.max_tokens
         )
         with self._lock:
             self.calls.append(call)
             reply = self._next(call)
         if callable(reply):
-            reply = reply(copy.deepcopy(msgs))
+            reply = reply(copy.deepcopy(call.messages))
         return reply if isinstance(reply, LLMResponse) else LLMResponse(content=reply, model=self._name)
 
     def _next(self, call: LLMCall) -> Reply:
@@ -133,7 +122,7 @@ class ScriptedLLM:
         )
 
 
-class FailingLLM:
+class FailingLLM(ChatLLM):
     """Raises :class:`LLMError` on every call (records the calls like :class:`ScriptedLLM`).
 
     Example:
@@ -152,19 +141,10 @@ class FailingLLM:
         """``"failing"``."""
         return "failing"
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[dict[str, Any]] | None = None,
-        temperature: float = 0.2,
-        max_tokens: int | None = None,
-    ) -> LLMResponse:
+    def _complete(self, request: ChatRequest) -> LLMResponse:
         """Record the call, then raise :class:`LLMError`."""
         self.calls.append(
-            LLMCall(
-                copy.deepcopy(list(messages)), None if tools is None else list(tools), temperature, max_tokens
-            )
+            LLMCall(copy.deepcopy(request.messages), request.tools, request.temperature, request.max_tokens)
         )
         raise LLMError(f"FailingLLM: {self._message}")
 

@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from hello_memory.embedders.base import Embedder
+from hello_memory.embedders.base import Embedder, check_texts, check_vectors
 from hello_memory.embedders.dashscope import DashScopeEmbedder
 from hello_memory.embedders.e5 import E5Embedder
-from hello_memory.embedders.factory import check_texts, check_vectors, make_embedder
+from hello_memory.embedders.factory import make_embedder
 from hello_memory.embedders.hashing import HashingTfidfEmbedder
 from hello_memory.embedders.sentence_transformers import SentenceTransformerEmbedder
 from hello_memory.errors import EmbeddingError, InvalidInputError, MissingDependencyError
