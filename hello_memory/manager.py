@@ -11,8 +11,8 @@ Example:
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any

@@ -9,7 +9,7 @@ themselves. The conventional names ``QDRANT_URL``, ``NEO4J_URI``, ``DASHSCOPE_AP
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -180,7 +180,8 @@ class Settings(BaseSettings):
         """
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-        return cls(**{**PRESETS[name], **overrides})
+        values: dict[str, Any] = {**PRESETS[name], **overrides}
+        return cls(**values)
 
     def llm_configured(self) -> bool:
         """True when an LLM endpoint can be built from these settings."""

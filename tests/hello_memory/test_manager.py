@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 

@@ -154,7 +154,7 @@ def test_a_file_failing_midway_says_how_much_was_imported(tmp_path: Path, monkey
     good = _export(tmp_path, n=5)
     bad = [*good[:4], _hostile(good[4], "year 9999"), good[5]]  # the 4th memory: batch 2 (3rd, 4th) refused
     with MemoryManager(Settings(home=tmp_path / "dst"), user_id="alice", embedder=DeterministicFakeEmbedder(32)) as mm:
-        with pytest.raises(InvalidInputError, match="line 5 .* 2 memories were imported before"):
+        with pytest.raises(InvalidInputError, match=r"line 5 .* 2 memories were imported before"):
             mm.import_lines(bad)
         assert len(mm.get_all(limit=100)) == 2
         assert mm.import_lines(good) == ImportReport(memories=5, reembedded=0)  # the fixed file: the rest
