@@ -9,17 +9,14 @@ backend implements the private primitives and the methods that are its own (unli
 from __future__ import annotations
 
 import logging
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.language.extraction import normalise_name
+from hello_memory.stores.adapter import StoreAdapter
 from hello_memory.stores.graph.base import GraphNeighbour
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
@@ -99,25 +96,12 @@ def expand(starts: dict[str, str], next_layer: NextLayer, max_hops: int) -> list
     return found
 
 
-class GraphStoreAdapter(ABC):
+class GraphStoreAdapter(StoreAdapter):
     """Base of the :class:`~hello_memory.stores.graph.base.GraphStore` backends.
 
     Subclasses set :attr:`BACKEND` and implement ``_link``, ``_neighbours``, ``_mentions``,
     ``_entities_named``, ``unlink_memory``, ``counts``, ``forget_user`` and ``close``.
     """
-
-    BACKEND: ClassVar[str]
-
-    @property
-    def backend(self) -> str:
-        """Short backend name, e.g. ``"sqlite+networkx"``."""
-        return self.BACKEND
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def link(
         self,
@@ -188,10 +172,6 @@ class GraphStoreAdapter(ABC):
     @abstractmethod
     def forget_user(self, user_id: str) -> dict[str, int]:
         """Delete everything of the user; returns deleted counts per table, as ``counts()``."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release resources; idempotent."""
 
     # -- primitives ---------------------------------------------------------------------------------
     @abstractmethod

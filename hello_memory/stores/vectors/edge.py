@@ -35,8 +35,8 @@ import numpy.typing as npt
 import qdrant_edge as qe
 
 from hello_memory.errors import StoreError
-from hello_memory.stores.vectors.adapter import VectorStoreAdapter, fetched_point, missing_collection
 from hello_memory.stores.vectors.base import VectorHit, VectorPoint
+from hello_memory.stores.vectors.common import VectorStoreAdapter, fetched_point, missing_collection
 from hello_memory.stores.vectors.edge_engine import (
     META_FILE,
     SHARD_DIR,

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from hello_memory.errors import StoreError
-from hello_memory.stores.vectors.adapter import VectorStoreAdapter, fetched_point, missing_collection
 from hello_memory.stores.vectors.base import VectorHit, VectorPoint
+from hello_memory.stores.vectors.common import VectorStoreAdapter, fetched_point, missing_collection
 from hello_memory.stores.vectors.filters import CompiledFilter
 from hello_memory.stores.vectors.rules import CollectionMeta
 

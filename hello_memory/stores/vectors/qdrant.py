@@ -17,8 +17,8 @@ import numpy.typing as npt
 
 from hello_memory.errors import DimensionMismatchError, StoreError
 from hello_memory.stores.qdrant_connection import META_KEY, QdrantConnection, models
-from hello_memory.stores.vectors.adapter import VectorStoreAdapter, fetched_point, missing_collection
 from hello_memory.stores.vectors.base import Filter, VectorHit, VectorPoint
+from hello_memory.stores.vectors.common import VectorStoreAdapter, fetched_point, missing_collection
 from hello_memory.stores.vectors.filters import CompiledFilter, compiled_filter, translate
 from hello_memory.stores.vectors.rules import (
     FLOAT_INDEX_KEYS,

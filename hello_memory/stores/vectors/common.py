@@ -9,14 +9,15 @@ it. A backend implements the private primitives, which receive checked input onl
 from __future__ import annotations
 
 import contextlib
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from hello_memory.errors import NotFoundError
+from hello_memory.stores.adapter import StoreAdapter
 from hello_memory.stores.vectors.base import Filter, VectorHit, VectorPoint
 from hello_memory.stores.vectors.filters import CompiledFilter, compile_delete_filter, compile_filter
 from hello_memory.stores.vectors.rules import (
@@ -27,9 +28,6 @@ from hello_memory.stores.vectors.rules import (
     prepare_points,
     unit_vector,
 )
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 
 def missing_collection(name: str) -> NotFoundError:
@@ -43,7 +41,7 @@ def fetched_point(point_id: str, vector: Any | None, payload: dict[str, Any] | N
     return VectorPoint(point_id, array, payload or {})
 
 
-class VectorStoreAdapter(ABC):
+class VectorStoreAdapter(StoreAdapter):
     """Base of the :class:`~hello_memory.stores.vectors.base.VectorStore` backends.
 
     Subclasses set :attr:`BACKEND` and implement the primitives (``_meta``, ``_ensure``, ``_write``,
@@ -51,19 +49,6 @@ class VectorStoreAdapter(ABC):
     ``collections``, ``drop_collection`` and ``close``. An embedded backend returns its lock from
     :meth:`_guard`, so that a write's checks and the write happen in one step.
     """
-
-    BACKEND: ClassVar[str]
-
-    @property
-    def backend(self) -> str:
-        """Short backend name, e.g. ``"qdrant-edge"``."""
-        return self.BACKEND
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- the contract -----------------------------------------------------------------------------
     def ensure_collection(self, name: str, dimension: int, *, embedder: str) -> None:
