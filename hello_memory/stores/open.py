@@ -227,7 +227,7 @@ def acquire(
 def _new_bundle(
     settings: Settings, home: Path, vectors: VectorStore | None, graph: GraphStore | None
 ) -> StoreBundle:
-    from hello_memory.stores.vectors.rules import open_vector_store
+    from hello_memory.stores.vectors.factory import open_vector_store
 
     dir_lock = DirLock(home)
     try:

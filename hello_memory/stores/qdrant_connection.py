@@ -1,11 +1,14 @@
-"""What the Qdrant-backed record and chunk stores share: a lazy client, retries, collections, indexes.
+"""What every Qdrant adapter shares (vectors, records, chunks, graph): a lazy client, retries, collections.
 
 :class:`QdrantConnection` builds the ``qdrant-client`` client on first use (a server URL,
 ``":memory:"`` or a local path — local mode locks its path to one client, so one process), retries
-transient failures like :class:`~hello_memory.stores.vectors.qdrant.QdrantVectorStore` and wraps every
-remaining failure in :class:`~hello_memory.errors.StoreError`. Collections are ``<prefix>_<name>``
-and carry a ``hello_memory`` metadata entry that says what they hold; opening one whose metadata
-disagrees (another embedder, dimension or encoding) is refused.
+transient failures (connection errors, timeouts, HTTP 408/429/502/503/504) with exponential backoff
+and wraps every remaining failure in :class:`~hello_memory.errors.StoreError`. Collections are
+``<prefix>_<name>`` and carry a ``hello_memory`` metadata entry that says what they hold; opening one
+whose metadata disagrees (another embedder, dimension or encoding) is refused.
+
+Every Qdrant store takes the connection's keywords (:class:`QdrantOptions`) and hands them on, so
+they are checked and documented here only.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from hello_memory._lazy import require
 from hello_memory.errors import (
@@ -26,7 +29,6 @@ from hello_memory.errors import (
     InvalidInputError,
     StoreError,
 )
-from hello_memory.stores.vectors.qdrant import META_KEY, is_transient
 
 logger = logging.getLogger(__name__)
 # Local mode is not thread-safe: every store sharing one local client serialises on that client's lock.
@@ -42,8 +44,11 @@ def _local_lock(client: Any) -> threading.RLock:
         return lock
 
 
-_PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+#: The collection-metadata entry that says what a collection holds.
+META_KEY = "hello_memory"
 SCROLL_PAGE = 1024
+_PREFIX_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_TRANSIENT_STATUS = frozenset({408, 429, 502, 503, 504})
 
 
 def models() -> Any:
@@ -51,11 +56,49 @@ def models() -> Any:
     return require("qdrant_client.models", "qdrant", "qdrant-client")
 
 
+def is_transient(error: BaseException) -> bool:
+    """True for failures worth retrying: connection errors, timeouts, overload responses."""
+    exceptions = require("qdrant_client.http.exceptions", "qdrant", "qdrant-client")
+    httpx = require("httpx", "qdrant")
+    if isinstance(error, exceptions.UnexpectedResponse):
+        return error.status_code in _TRANSIENT_STATUS
+    if isinstance(error, exceptions.ResponseHandlingException):
+        return is_transient(error.source)
+    return isinstance(error, (TimeoutError, ConnectionError, httpx.TransportError))
+
+
+class QdrantOptions(TypedDict, total=False):
+    """The keywords every Qdrant store takes after ``location`` (see :class:`QdrantConnection`)."""
+
+    url: str | None
+    path: str | None
+    api_key: str | None
+    timeout: float
+    client: Any
+    prefix: str
+    retries: int
+
+
 class QdrantConnection:
     """One ``qdrant-client`` client for a store: built on first use, shared by its threads.
 
-    Exactly one of ``location`` (``":memory:"`` or a URL), ``url``, ``path`` or ``client`` is
-    given; an injected ``client`` is not closed by :meth:`close` (several stores may share it).
+    Exactly one of ``location``, ``url``, ``path`` or ``client`` is given.
+
+    Args:
+        location: ``":memory:"`` for an in-process instance, or a server URL.
+        url: server URL, e.g. ``"http://localhost:6333"``.
+        path: directory of a local (embedded, pure-Python) instance.
+        api_key: server API key.
+        timeout: request timeout in seconds (rounded up to whole seconds).
+        client: a pre-built ``QdrantClient``; :meth:`close` leaves it open (several stores may share it).
+        prefix: collection-name prefix, so several apps can share a server.
+        retries: retries of a transient failure (exponential backoff from 0.2 s).
+
+    Example:
+        >>> conn = QdrantConnection(":memory:", prefix="demo")
+        >>> conn.full("memories")
+        'demo_memories'
+        >>> conn.close()
     """
 
     def __init__(
@@ -134,6 +177,25 @@ class QdrantConnection:
                 raise StoreError(f"qdrant failed to {action}: {e}") from e
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def exists(self, name: str) -> bool:
+        """Whether the collection ``name`` exists."""
+        return bool(self.call("check the collection", "collection_exists", self.full(name)))
+
+    def create_if_absent(self, name: str, meta: dict[str, Any], **create: Any) -> None:
+        """Create ``name`` with the ``create`` arguments and ``meta`` unless it exists.
+
+        Losing the race to a concurrent creator is not an error: the collection exists either way.
+        """
+        full = self.full(name)
+        if self.exists(name):
+            return
+        try:
+            self.call("create the collection", "create_collection", full, metadata={META_KEY: meta}, **create)
+            logger.info("created collection %s", full)
+        except StoreError:
+            if not self.exists(name):
+                raise
+
     def ensure_collection(
         self,
         name: str,
@@ -146,15 +208,7 @@ class QdrantConnection:
         Returns the stored metadata (the creator's, when another worker won the race to create it).
         """
         full = self.full(name)
-        if not self.call("check the collection", "collection_exists", full):
-            try:
-                self.call(
-                    "create the collection", "create_collection", full, metadata={META_KEY: meta}, **create
-                )
-                logger.info("created collection %s", full)
-            except StoreError:  # a concurrent creator may have won the race
-                if not self.call("check the collection", "collection_exists", full):
-                    raise
+        self.create_if_absent(name, meta, **create)
         info = self.call("read the collection", "get_collection", full)
         stored = dict((info.config.metadata or {}).get(META_KEY) or {})
         if not stored:
@@ -180,12 +234,21 @@ class QdrantConnection:
         full = self.full(name)
         schema = self.call("read the collection", "get_collection", full).payload_schema or {}
         wanted: list[tuple[str, Any]] = []
-        for key in keywords:
-            kind = m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=key == tenant)
+        for key in keywords:  # without a tenant key: plain keyword indexes, as the vector store always made
+            kind = (
+                m.PayloadSchemaType.KEYWORD
+                if tenant is None
+                else m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=key == tenant)
+            )
             wanted.append((key, kind))
         wanted += [(key, m.PayloadSchemaType.FLOAT) for key in floats]
         wanted += [  # space-separated terms, matched whole (``MatchText``)
-            (key, m.TextIndexParams(type=m.TextIndexType.TEXT, tokenizer=m.TokenizerType.WHITESPACE, lowercase=False))
+            (
+                key,
+                m.TextIndexParams(
+                    type=m.TextIndexType.TEXT, tokenizer=m.TokenizerType.WHITESPACE, lowercase=False
+                ),
+            )
             for key in texts
         ]
         for key, kind in wanted:

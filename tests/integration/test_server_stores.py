@@ -9,7 +9,8 @@ import pytest
 from hello_memory.errors import StoreError
 from hello_memory.language.extraction import entity_id
 from hello_memory.stores.graph.base import GraphStore
-from hello_memory.stores.graph.neo4j import SCHEMA, Neo4jGraphStore
+from hello_memory.stores.graph.neo4j import Neo4jGraphStore
+from hello_memory.stores.graph.neo4j_cypher import SCHEMA
 from hello_memory.stores.vectors.base import VectorStore
 from hello_memory.stores.vectors.qdrant import QdrantVectorStore
 from hello_memory.stores.vectors.rules import FLOAT_INDEX_KEYS, KEYWORD_INDEX_KEYS

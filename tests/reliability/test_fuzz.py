@@ -24,7 +24,7 @@ from hello_memory.errors import HelloMemoryError, InvalidInputError
 from hello_memory.language.text import estimate_tokens, lexical_tokens
 from hello_memory.stores.vectors.base import Filter, Range, VectorPoint
 from hello_memory.stores.vectors.edge import QdrantEdgeVectorStore
-from hello_memory.stores.vectors.rules import compile_filter
+from hello_memory.stores.vectors.filters import compile_filter
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from rag.chunking import MAX_TITLE_CHARS, chunk_markdown
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy.typing as npt
 
@@ -58,6 +58,11 @@ from hello_memory.stores.records.base import PendingOp
 from hello_memory.stores.sparse import LexicalEncoder, index_terms
 from hello_memory.stores.vectors.rules import unit_vector
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from hello_memory.stores.qdrant_connection import QdrantOptions
+
 SCHEMA = 1
 # Lexical terms of a RAG chunk (default chunk_tokens 400): not measured; BM25's usual long-text value.
 CHUNK_AVG_LEN = 256.0
@@ -75,29 +80,14 @@ class QdrantChunkStore:
         self,
         location: str | None = None,
         *,
-        url: str | None = None,
-        path: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30,
-        client: Any = None,
-        prefix: str = "hm",
-        retries: int = 3,
         embedder: str | None = None,
         dimension: int | None = None,
         lexical: LexicalEncoder | None = None,
+        **connection: Unpack[QdrantOptions],
     ) -> None:
         if (embedder is None) != (dimension is None):
             raise InvalidInputError("give both embedder and dimension, or neither", field="embedder")
-        self._conn = QdrantConnection(
-            location,
-            url=url,
-            path=path,
-            api_key=api_key,
-            timeout=timeout,
-            client=client,
-            prefix=prefix,
-            retries=retries,
-        )
+        self._conn = QdrantConnection(location, **connection)
         self._embedder, self._dimension = embedder, dimension
         self._encoder = lexical or LexicalEncoder(avg_len=CHUNK_AVG_LEN)
         self._ready = False

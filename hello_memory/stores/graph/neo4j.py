@@ -1,14 +1,7 @@
 """Knowledge graph on a Neo4j server through the official ``neo4j`` driver.
 
-Data model — every node and relationship carries ``user_id``, so users never share anything::
-
-    (:HMMemory {user_id, id})-[:HM_MENTIONS {user_id}]->(:HMEntity {user_id, id, name, norm_name, type})
-    (:HMEntity)-[:HM_RELATION {user_id, memory_id, type}]->(:HMEntity)
-
-Labels and relationship types are fixed (a relation's kind is its ``type`` property, not a dynamic
-relationship type), so every statement below is a constant string and all user text travels as
-query parameters: nothing a user writes can change a query. The ``HM`` prefixes keep our nodes
-apart from other applications' ``Entity`` nodes in a shared database.
+The data model and the Cypher (constant statements; user text travels only as parameters) are in
+:mod:`hello_memory.stores.graph.neo4j_cypher`.
 
 Example (needs a server: ``docker compose -f docker/compose.yaml up -d --wait``):
     >>> from hello_memory.language.extraction import entity_id
@@ -21,112 +14,30 @@ Example (needs a server: ``docker compose -f docker/compose.yaml up -d --wait``)
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from types import TracebackType
 from typing import Any
 
 from hello_memory._lazy import require
 from hello_memory.errors import HelloMemoryError, InvalidInputError, StoreError
-from hello_memory.language.extraction import normalise_name
+from hello_memory.stores.graph import neo4j_cypher as cypher
 from hello_memory.stores.graph.base import GraphNeighbour
+from hello_memory.stores.graph.common import (
+    COUNT_KEYS,
+    EntityRow,
+    GraphStoreAdapter,
+    RelationRow,
+    require_text,
+)
 
 logger = logging.getLogger(__name__)
 
-COUNT_KEYS = ("entities", "relations", "mentions")
-GENERIC_TYPE = "concept"  # a more specific entity type replaces it, as in SQLiteGraphStore
-DELETE_BATCH = 10_000  # nodes per transaction when forgetting a user
 
-# Idempotent DDL, run once per driver before the first query.
-SCHEMA = (
-    "CREATE CONSTRAINT hm_entity_key IF NOT EXISTS FOR (e:HMEntity) REQUIRE (e.user_id, e.id) IS UNIQUE",
-    "CREATE CONSTRAINT hm_memory_key IF NOT EXISTS FOR (m:HMMemory) REQUIRE (m.user_id, m.id) IS UNIQUE",
-    "CREATE INDEX hm_entity_user IF NOT EXISTS FOR (e:HMEntity) ON (e.user_id)",
-    "CREATE INDEX hm_entity_name IF NOT EXISTS FOR (e:HMEntity) ON (e.user_id, e.norm_name)",
-    "CREATE INDEX hm_memory_user IF NOT EXISTS FOR (m:HMMemory) ON (m.user_id)",
-    "CREATE INDEX hm_relation_memory IF NOT EXISTS FOR ()-[r:HM_RELATION]-() ON (r.user_id, r.memory_id)",
-)
-DELETE_RELATIONS = """
-MATCH ()-[r:HM_RELATION {user_id: $user_id, memory_id: $memory_id}]->()
-DELETE r
-"""
-# Returns the entities the memory mentioned (zero rows when it was never linked).
-DELETE_MEMORY = """
-MATCH (m:HMMemory {user_id: $user_id, id: $memory_id})
-OPTIONAL MATCH (m)-[:HM_MENTIONS]->(e:HMEntity)
-WITH m, collect(e.id) AS previous
-DETACH DELETE m
-RETURN previous
-"""
-LINK_ENTITIES = """
-MERGE (m:HMMemory {user_id: $user_id, id: $memory_id})
-WITH m
-UNWIND $entities AS row
-MERGE (e:HMEntity {user_id: $user_id, id: row.id})
-  ON CREATE SET e.name = row.name, e.norm_name = row.norm_name, e.type = row.type
-  ON MATCH SET e.type = CASE WHEN e.type = $generic AND row.type <> $generic THEN row.type ELSE e.type END
-MERGE (m)-[:HM_MENTIONS {user_id: $user_id}]->(e)
-"""
-LINK_RELATIONS = """
-UNWIND $relations AS rel
-MATCH (a:HMEntity {user_id: $user_id, id: rel.source})
-MATCH (b:HMEntity {user_id: $user_id, id: rel.target})
-MERGE (a)-[:HM_RELATION {user_id: $user_id, memory_id: $memory_id, type: rel.type}]->(b)
-"""
-DELETE_ORPHANS = """
-UNWIND $entity_ids AS entity_id
-MATCH (e:HMEntity {user_id: $user_id, id: entity_id})
-WHERE NOT EXISTS { (e)<-[:HM_MENTIONS]-(:HMMemory) }
-DETACH DELETE e
-"""
-START_ENTITIES = """
-UNWIND $entity_ids AS entity_id
-MATCH (e:HMEntity {user_id: $user_id, id: entity_id})
-RETURN e.id AS id, e.name AS name
-"""
-# One breadth-first layer, edges in both directions (the variable-length bound cannot be a parameter).
-NEXT_LAYER = """
-UNWIND $frontier AS entity_id
-MATCH (:HMEntity {user_id: $user_id, id: entity_id})-[:HM_RELATION {user_id: $user_id}]-(n:HMEntity)
-WHERE n.user_id = $user_id
-RETURN DISTINCT n.id AS id, n.name AS name
-"""
-MENTIONS_OF = """
-UNWIND $entity_ids AS entity_id
-MATCH (m:HMMemory {user_id: $user_id})-[:HM_MENTIONS]->(e:HMEntity {user_id: $user_id, id: entity_id})
-RETURN DISTINCT m.id AS memory_id, e.id AS entity_id
-"""
-FIND_BY_NAME = """
-UNWIND $keys AS key
-MATCH (e:HMEntity {user_id: $user_id, norm_name: key})
-RETURN key, e.id AS id, e.name AS name
-"""
-COUNTS = """
-RETURN COUNT { MATCH (:HMEntity {user_id: $user_id}) } AS entities,
-       COUNT { MATCH ()-[:HM_RELATION {user_id: $user_id}]->() } AS relations,
-       COUNT { MATCH (:HMMemory {user_id: $user_id})-[:HM_MENTIONS]->() } AS mentions
-"""
-# Memories first (their mentions go with them), then entities (their relations go with them).
-FORGET_USER = (
-    """
-MATCH (m:HMMemory {user_id: $user_id})
-WITH m LIMIT $batch
-DETACH DELETE m
-RETURN count(*) AS deleted
-""",
-    """
-MATCH (e:HMEntity {user_id: $user_id})
-WITH e LIMIT $batch
-DETACH DELETE e
-RETURN count(*) AS deleted
-""",
-)
-
-
-class Neo4jGraphStore:
+class Neo4jGraphStore(GraphStoreAdapter):
     """A :class:`~hello_memory.stores.graph.base.GraphStore` on a Neo4j 5.x (or 2025+) server.
 
     Same semantics as :class:`~hello_memory.stores.graph.sqlite.SQLiteGraphStore`: links are
@@ -146,6 +57,8 @@ class Neo4jGraphStore:
         timeout: seconds to establish a connection, and to keep retrying a transient failure.
     """
 
+    BACKEND = "neo4j"
+
     def __init__(
         self,
         uri: str,
@@ -156,10 +69,8 @@ class Neo4jGraphStore:
         driver: Any = None,
         timeout: float = 30.0,
     ) -> None:
-        if not isinstance(uri, str) or not uri:
-            raise InvalidInputError("uri must be a non-empty string", field="uri")
-        if not isinstance(database, str) or not database:
-            raise InvalidInputError("database must be a non-empty string", field="database")
+        require_text(uri, "uri")
+        require_text(database, "database")
         if timeout <= 0:
             raise InvalidInputError("timeout must be > 0 seconds", field="timeout")
         self._uri = uri
@@ -174,11 +85,6 @@ class Neo4jGraphStore:
         self._lock = threading.Lock()
 
     @property
-    def backend(self) -> str:
-        """``"neo4j"``."""
-        return "neo4j"
-
-    @property
     def uri(self) -> str:
         """The server URI."""
         return self._uri
@@ -188,94 +94,28 @@ class Neo4jGraphStore:
         """The database name."""
         return self._database
 
-    def __enter__(self) -> Neo4jGraphStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def link(
-        self,
-        user_id: str,
-        memory_id: str,
-        entities: Sequence[tuple[str, str, str]],
-        relations: Sequence[tuple[str, str, str]],
-    ) -> None:
-        """Replace the memory's links with ``entities`` (id, name, type) and ``relations`` (src, dst, type).
-
-        Raises:
-            InvalidInputError: an empty id or name, or a relation endpoint not among ``entities``.
-        """
-        _require(user_id, "user_id")
-        _require(memory_id, "memory_id")
-        rows = _entity_rows(entities)
-        rels = _relation_rows({r["id"] for r in rows}, relations)
-        with self._session("link a memory") as session:
-            session.execute_write(_link_tx, {"user_id": user_id, "memory_id": memory_id}, rows, rels)
-        logger.debug(
-            "linked memory %s of user %s: %s entities, %s relations", memory_id, user_id, len(rows), len(rels)
-        )
-
     def unlink_memory(self, user_id: str, memory_id: str) -> None:
         """Remove the memory's mentions, its relations and entities no memory mentions any more."""
-        with self._session("unlink a memory") as session:
-            session.execute_write(_link_tx, {"user_id": user_id, "memory_id": memory_id}, [], [])
-
-    def neighbours(
-        self, user_id: str, entity_ids: Sequence[str], *, max_hops: int = 2
-    ) -> list[GraphNeighbour]:
-        """Entities within ``max_hops`` of any start (edges in both directions), nearest first.
-
-        Unknown start ids are ignored; each entity appears once with its smallest hop count.
-        One query per hop, all in one read transaction.
-        """
-        if isinstance(max_hops, bool) or not isinstance(max_hops, int) or max_hops < 0:
-            raise InvalidInputError("max_hops must be an int >= 0", field="max_hops")
-        starts = list(dict.fromkeys(entity_ids))
-        if not starts:
-            return []
-        with self._session("traverse the graph") as session:
-            found: list[GraphNeighbour] = session.execute_read(_layers_tx, user_id, starts, max_hops)
-        return sorted(found, key=lambda n: (n.hops, n.name, n.entity_id))
-
-    def memories_mentioning(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
-        """memory id -> the given entity ids it mentions (in the order given), memories sorted by id."""
-        order = {e: i for i, e in enumerate(dict.fromkeys(entity_ids))}
-        if not order:
-            return {}
-        rows = self._read("read mentions", MENTIONS_OF, user_id=user_id, entity_ids=list(order))
-        found: dict[str, list[str]] = {}
-        for memory_id, eid in sorted({(r["memory_id"], r["entity_id"]) for r in rows}):
-            found.setdefault(memory_id, []).append(eid)
-        return {m: sorted(ids, key=order.__getitem__) for m, ids in found.items()}
-
-    def find_entities(self, user_id: str, names: Sequence[str]) -> list[tuple[str, str]]:
-        """(id, name) of the user's entities whose normalised name equals a normalised ``names`` entry."""
-        keys = list(dict.fromkeys(k for k in map(normalise_name, names) if k))
-        if not keys:
-            return []
-        rows = self._read("find entities", FIND_BY_NAME, user_id=user_id, keys=keys)
-        rank = {k: i for i, k in enumerate(keys)}
-        return [(r["id"], r["name"]) for r in sorted(rows, key=lambda r: (rank[r["key"]], r["id"]))]
+        self._replace_links("unlink a memory", user_id, memory_id, [], [])
 
     def counts(self, user_id: str) -> dict[str, int]:
         """``{"entities": n, "relations": m, "mentions": k}`` for the user."""
-        (row,) = self._read("count", COUNTS, user_id=user_id)
+        (row,) = self._read("count", cypher.COUNTS, user_id=user_id)
         return {k: int(row[k]) for k in COUNT_KEYS}
 
     def forget_user(self, user_id: str) -> dict[str, int]:
         """Delete every node and relationship of the user; returns what there was, as ``counts()``.
 
-        Deletes in batches of :data:`DELETE_BATCH` nodes per transaction, so a large user does not
-        need one huge transaction; an interrupted call leaves a partial delete that a retry finishes.
+        Deletes in batches of :data:`~hello_memory.stores.graph.neo4j_cypher.DELETE_BATCH` nodes per
+        transaction, so a large user does not need one huge transaction; an interrupted call leaves a
+        partial delete that a retry finishes.
         """
         deleted = self.counts(user_id)
-        params = {"user_id": user_id, "batch": DELETE_BATCH}
+        batch = cypher.DELETE_BATCH
+        params = {"user_id": user_id, "batch": batch}
         with self._session("forget a user") as session:
-            for query in FORGET_USER:
-                while session.execute_write(_deleted_tx, query, params) >= DELETE_BATCH:
+            for query in cypher.FORGET_USER:
+                while session.execute_write(cypher.deleted_tx, query, params) >= batch:
                     pass
         logger.info("forgot graph of user %s: %s", user_id, deleted)
         return deleted
@@ -291,7 +131,36 @@ class Neo4jGraphStore:
             with _wrapped("close the driver", self._uri, self._username):
                 driver.close()
 
+    # -- primitives -------------------------------------------------------------------------------
+
+    def _link(self, user_id: str, memory_id: str, rows: list[EntityRow], rels: list[RelationRow]) -> None:
+        self._replace_links("link a memory", user_id, memory_id, rows, rels)
+
+    def _neighbours(self, user_id: str, starts: list[str], max_hops: int) -> list[GraphNeighbour]:
+        """One query per hop, all in one read transaction."""
+        with self._session("traverse the graph") as session:
+            found: list[GraphNeighbour] = session.execute_read(cypher.layers_tx, user_id, starts, max_hops)
+        return found
+
+    def _mentions(self, user_id: str, entity_ids: list[str]) -> list[tuple[str, str]]:
+        rows = self._read("read mentions", cypher.MENTIONS_OF, user_id=user_id, entity_ids=entity_ids)
+        return [(r["memory_id"], r["entity_id"]) for r in rows]
+
+    def _entities_named(self, user_id: str, keys: list[str]) -> list[tuple[str, str, str]]:
+        rows = self._read("find entities", cypher.FIND_BY_NAME, user_id=user_id, keys=keys)
+        return [(r["key"], r["id"], r["name"]) for r in rows]
+
     # -- internals ---------------------------------------------------------------------------
+
+    def _replace_links(
+        self, action: str, user_id: str, memory_id: str, rows: list[EntityRow], rels: list[RelationRow]
+    ) -> None:
+        """One write transaction (:func:`~hello_memory.stores.graph.neo4j_cypher.link_tx`)."""
+        key = {"user_id": user_id, "memory_id": memory_id}
+        entities = [dataclasses.asdict(r) for r in rows]
+        relations = [dataclasses.asdict(r) for r in rels]
+        with self._session(action) as session:
+            session.execute_write(cypher.link_tx, key, entities, relations)
 
     def _connect(self) -> Any:
         """The driver, built (and the schema created) on first use."""
@@ -318,7 +187,7 @@ class Neo4jGraphStore:
             _wrapped("create constraints and indexes", self._uri, self._username),
             driver.session(database=self._database) as session,
         ):
-            for statement in SCHEMA:
+            for statement in cypher.SCHEMA:
                 try:
                     session.run(statement).consume()
                 except Exception as e:  # a concurrent creator won the race: the rule exists
@@ -334,86 +203,11 @@ class Neo4jGraphStore:
 
     def _read(self, action: str, query: str, **params: Any) -> list[dict[str, Any]]:
         with self._session(action) as session:
-            rows: list[dict[str, Any]] = session.execute_read(_rows_tx, query, params)
+            rows: list[dict[str, Any]] = session.execute_read(cypher.rows_tx, query, params)
             return rows
 
 
-# -- transaction functions (the driver retries them on transient errors: keep them pure) -------
-
-
-def _rows_tx(tx: Any, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = tx.run(query, params).data()
-    return rows
-
-
-def _deleted_tx(tx: Any, query: str, params: dict[str, Any]) -> int:
-    return sum(int(r["deleted"]) for r in _rows_tx(tx, query, params))
-
-
-def _link_tx(tx: Any, key: dict[str, str], rows: list[dict[str, str]], rels: list[dict[str, str]]) -> None:
-    """Drop the memory's links, write the new ones, then drop entities nothing mentions any more."""
-    _rows_tx(tx, DELETE_RELATIONS, key)
-    previous = [e for r in _rows_tx(tx, DELETE_MEMORY, key) for e in r["previous"]]
-    if rows:
-        _rows_tx(tx, LINK_ENTITIES, {**key, "entities": rows, "generic": GENERIC_TYPE})
-    if rels:
-        _rows_tx(tx, LINK_RELATIONS, {**key, "relations": rels})
-    if previous:
-        _rows_tx(tx, DELETE_ORPHANS, {"user_id": key["user_id"], "entity_ids": previous})
-
-
-def _layers_tx(tx: Any, user_id: str, starts: list[str], max_hops: int) -> list[GraphNeighbour]:
-    """Breadth-first search: each entity once, at its smallest hop count."""
-    layer = {
-        r["id"]: r["name"] for r in _rows_tx(tx, START_ENTITIES, {"user_id": user_id, "entity_ids": starts})
-    }
-    found = [GraphNeighbour(eid, name, 0) for eid, name in layer.items()]
-    seen = set(layer)
-    for hop in range(1, max_hops + 1):
-        if not layer:
-            break
-        params = {"user_id": user_id, "frontier": list(layer)}
-        layer = {}
-        for r in _rows_tx(tx, NEXT_LAYER, params):
-            if r["id"] not in seen:
-                layer.setdefault(r["id"], r["name"])
-        seen.update(layer)
-        found.extend(GraphNeighbour(eid, name, hop) for eid, name in layer.items())
-    return found
-
-
-# -- validation and errors ----------------------------------------------------------------------
-
-
-def _require(value: str, field: str) -> None:
-    if not isinstance(value, str) or not value:
-        raise InvalidInputError(f"{field} must be a non-empty string", field=field)
-
-
-def _entity_rows(entities: Sequence[tuple[str, str, str]]) -> list[dict[str, str]]:
-    rows: dict[str, dict[str, str]] = {}
-    for eid, name, kind in entities:
-        _require(eid, "entities")
-        norm = normalise_name(name) if isinstance(name, str) else ""
-        if not norm:
-            raise InvalidInputError(f"entity {eid!r} has an empty name", field="entities")
-        rows.setdefault(
-            eid, {"id": eid, "name": name.strip(), "norm_name": norm, "type": kind or GENERIC_TYPE}
-        )
-    return list(rows.values())
-
-
-def _relation_rows(known: set[str], relations: Sequence[tuple[str, str, str]]) -> list[dict[str, str]]:
-    rows: dict[tuple[str, str, str], dict[str, str]] = {}
-    for source, target, kind in relations:
-        if source not in known or target not in known:
-            raise InvalidInputError(
-                f"relation {source!r} -[{kind}]-> {target!r} names an entity not linked by this memory",
-                field="relations",
-            )
-        _require(kind, "relations")
-        rows.setdefault((source, kind, target), {"source": source, "target": target, "type": kind})
-    return list(rows.values())
+# -- errors -------------------------------------------------------------------------------------
 
 
 def _is_driver_error(error: BaseException) -> bool:

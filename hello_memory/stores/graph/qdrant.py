@@ -33,13 +33,21 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hello_memory.errors import InvalidInputError
-from hello_memory.language.extraction import normalise_name
 from hello_memory.stores.graph.base import GraphNeighbour
-from hello_memory.stores.graph.sqlite import entity_rows, relation_rows
+from hello_memory.stores.graph.common import (
+    EntityRow,
+    GraphStoreAdapter,
+    RelationRow,
+    expand,
+)
 from hello_memory.stores.qdrant_connection import QdrantConnection, kind_check, models
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from hello_memory.stores.qdrant_connection import QdrantOptions
 
 SCHEMA = 1
 MENTIONS, RELATIONS = "graph_mentions", "graph_relations"
@@ -53,105 +61,21 @@ def _pid(*parts: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, _SEP.join(parts)))
 
 
-class QdrantGraphStore:
+class QdrantGraphStore(GraphStoreAdapter):
     """A :class:`~hello_memory.stores.graph.base.GraphStore` on Qdrant (``qdrant-client``).
 
     Args:
-        location / url / path / client, api_key, timeout, retries, prefix: as for
-            :class:`~hello_memory.stores.records.qdrant.QdrantRecordStore` (share one ``client``
-            with it to use one connection).
+        location: ``":memory:"`` or a server URL.
+        **connection: ``url``, ``path``, ``client``, ``api_key``, ``timeout``, ``retries``, ``prefix``:
+            see :class:`~hello_memory.stores.qdrant_connection.QdrantConnection` (share one ``client``
+            with the record store to use one connection).
     """
 
-    def __init__(
-        self,
-        location: str | None = None,
-        *,
-        url: str | None = None,
-        path: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30,
-        client: Any = None,
-        prefix: str = "hm",
-        retries: int = 3,
-    ) -> None:
-        self._conn = QdrantConnection(
-            location,
-            url=url,
-            path=path,
-            api_key=api_key,
-            timeout=timeout,
-            client=client,
-            prefix=prefix,
-            retries=retries,
-        )
+    BACKEND = "qdrant"
+
+    def __init__(self, location: str | None = None, **connection: Unpack[QdrantOptions]) -> None:
+        self._conn = QdrantConnection(location, **connection)
         self._ready = False
-
-    @property
-    def backend(self) -> str:
-        """``"qdrant"``."""
-        return "qdrant"
-
-    def __enter__(self) -> QdrantGraphStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- writes -------------------------------------------------------------------------------
-    def link(
-        self,
-        user_id: str,
-        memory_id: str,
-        entities: Sequence[tuple[str, str, str]],
-        relations: Sequence[tuple[str, str, str]],
-    ) -> None:
-        """Replace the memory's links: the new points first, then the memory's points not among them.
-
-        Raises:
-            InvalidInputError: an empty id or name, or a relation endpoint not among ``entities``.
-        """
-        _require(user_id, "user_id")
-        _require(memory_id, "memory_id")
-        rows = entity_rows(user_id, entities)
-        rels = relation_rows(user_id, memory_id, {r[1] for r in rows}, relations)
-        self._ensure()
-        m, now = models(), time.time_ns()
-        mentions = [
-            m.PointStruct(
-                id=_pid(user_id, memory_id, eid),
-                vector={},
-                payload={
-                    "user_id": user_id,
-                    "memory_id": memory_id,
-                    "entity_id": eid,
-                    "name": name,
-                    "norm_name": norm,
-                    "type": kind,
-                    "at": now,
-                },
-            )
-            for _, eid, name, norm, kind in rows
-        ]
-        edges = [
-            m.PointStruct(
-                id=_pid(user_id, memory_id, src, kind, dst),
-                vector={},
-                payload={
-                    "user_id": user_id,
-                    "memory_id": memory_id,
-                    "source_id": src,
-                    "target_id": dst,
-                    "type": kind,
-                },
-            )
-            for _, src, dst, kind, _ in rels
-        ]
-        for name, points in ((MENTIONS, mentions), (RELATIONS, edges)):
-            for start in range(0, len(points), _BATCH):
-                self._conn.call(
-                    "link", "upsert", self._conn.full(name), points=points[start : start + _BATCH], wait=True
-                )
-            self._delete(name, self._of_memory(user_id, memory_id, keep=[str(p.id) for p in points]))
 
     def unlink_memory(self, user_id: str, memory_id: str) -> None:
         """Remove the memory's mentions and relations (entities nobody mentions are gone with them)."""
@@ -165,49 +89,6 @@ class QdrantGraphStore:
         for name in (RELATIONS, MENTIONS):
             self._delete(name, self._user(user_id))
         return counts
-
-    # -- reads --------------------------------------------------------------------------------
-    def neighbours(
-        self, user_id: str, entity_ids: Sequence[str], *, max_hops: int = 2
-    ) -> list[GraphNeighbour]:
-        """Entities within ``max_hops`` of any start (edges in both directions), nearest first."""
-        if isinstance(max_hops, bool) or not isinstance(max_hops, int) or max_hops < 0:
-            raise InvalidInputError("max_hops must be an integer >= 0", field="max_hops")
-        names = self._names(user_id, list(dict.fromkeys(entity_ids)))
-        found = {eid: 0 for eid in names}
-        frontier = set(names)
-        for hop in range(1, max_hops + 1):
-            if not frontier:
-                break
-            reached: set[str] = set()
-            for p in self._edges(user_id, sorted(frontier)):
-                reached.update((p.payload["source_id"], p.payload["target_id"]))
-            frontier = reached - set(found)
-            names |= self._names(user_id, sorted(frontier))
-            found.update((eid, hop) for eid in frontier)
-        out = [GraphNeighbour(eid, names.get(eid, eid), hops) for eid, hops in found.items()]
-        return sorted(out, key=lambda n: (n.hops, n.name, n.entity_id))
-
-    def memories_mentioning(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
-        """memory id -> the given entity ids it mentions (in the order given)."""
-        order = {e: i for i, e in enumerate(dict.fromkeys(entity_ids))}
-        found: dict[str, list[str]] = {}
-        for p in self._mentions(user_id, "entity_id", list(order), ["memory_id", "entity_id"]):
-            found.setdefault(p.payload["memory_id"], []).append(p.payload["entity_id"])
-        return {mid: sorted(set(ids), key=order.__getitem__) for mid, ids in sorted(found.items())}
-
-    def find_entities(self, user_id: str, names: Sequence[str]) -> list[tuple[str, str]]:
-        """(id, name) of the user's entities whose normalised name equals a normalised ``names`` entry."""
-        keys = list(dict.fromkeys(k for k in map(normalise_name, names) if k))
-        rank = {k: i for i, k in enumerate(keys)}
-        best: dict[str, tuple[int, str, str]] = {}  # entity id -> (at, name, norm_name) of its first mention
-        for p in self._mentions(user_id, "norm_name", keys, ["entity_id", "name", "norm_name", "at"]):
-            pl = p.payload
-            candidate = (int(pl.get("at") or 0), pl["name"], pl["norm_name"])
-            if pl["entity_id"] not in best or candidate < best[pl["entity_id"]]:
-                best[pl["entity_id"]] = candidate
-        ranked = sorted(best.items(), key=lambda kv: (rank[kv[1][2]], kv[0]))
-        return [(eid, name) for eid, (_, name, _) in ranked]
 
     def counts(self, user_id: str) -> dict[str, int]:
         """``{"entities": n, "relations": m, "mentions": k}`` for the user."""
@@ -227,6 +108,69 @@ class QdrantGraphStore:
     def close(self) -> None:
         """Close the client if this store built it; idempotent."""
         self._conn.close()
+
+    # -- primitives -------------------------------------------------------------------------------
+    def _link(self, user_id: str, memory_id: str, rows: list[EntityRow], rels: list[RelationRow]) -> None:
+        """The new points first, then the memory's points not among them."""
+        self._ensure()
+        m, now = models(), time.time_ns()
+        key = {"user_id": user_id, "memory_id": memory_id}
+        mentions = [
+            m.PointStruct(
+                id=_pid(user_id, memory_id, r.id),
+                vector={},
+                payload={
+                    **key,
+                    "entity_id": r.id,
+                    "name": r.name,
+                    "norm_name": r.norm_name,
+                    "type": r.type,
+                    "at": now,
+                },
+            )
+            for r in rows
+        ]
+        edges = [
+            m.PointStruct(
+                id=_pid(user_id, memory_id, r.source, r.type, r.target),
+                vector={},
+                payload={**key, "source_id": r.source, "target_id": r.target, "type": r.type},
+            )
+            for r in rels
+        ]
+        for name, points in ((MENTIONS, mentions), (RELATIONS, edges)):
+            for start in range(0, len(points), _BATCH):
+                self._conn.call(
+                    "link", "upsert", self._conn.full(name), points=points[start : start + _BATCH], wait=True
+                )
+            self._delete(name, self._of_memory(user_id, memory_id, keep=[str(p.id) for p in points]))
+
+    def _neighbours(self, user_id: str, starts: list[str], max_hops: int) -> list[GraphNeighbour]:
+        """One filtered scroll of the relations per hop."""
+
+        def next_layer(frontier: list[str], seen: set[str]) -> dict[str, str]:
+            reached: set[str] = set()
+            for p in self._edges(user_id, sorted(frontier)):
+                reached.update((p.payload["source_id"], p.payload["target_id"]))
+            new = sorted(reached - seen)
+            names = self._names(user_id, new)
+            return {eid: names.get(eid, eid) for eid in new}
+
+        return expand(self._names(user_id, starts), next_layer, max_hops)
+
+    def _mentions(self, user_id: str, entity_ids: list[str]) -> list[tuple[str, str]]:
+        points = self._mention_points(user_id, "entity_id", entity_ids, ["memory_id", "entity_id"])
+        return [(p.payload["memory_id"], p.payload["entity_id"]) for p in points]
+
+    def _entities_named(self, user_id: str, keys: list[str]) -> list[tuple[str, str, str]]:
+        """Each entity's name is the one of its earliest mention."""
+        best: dict[str, tuple[int, str, str]] = {}  # entity id -> (at, name, norm_name) of its first mention
+        for p in self._mention_points(user_id, "norm_name", keys, ["entity_id", "name", "norm_name", "at"]):
+            pl = p.payload
+            candidate = (int(pl.get("at") or 0), pl["name"], pl["norm_name"])
+            if pl["entity_id"] not in best or candidate < best[pl["entity_id"]]:
+                best[pl["entity_id"]] = candidate
+        return [(norm, eid, name) for eid, (_, name, norm) in best.items()]
 
     # -- internals ------------------------------------------------------------------------------
     def _ensure(self) -> None:
@@ -257,7 +201,7 @@ class QdrantGraphStore:
         selector = models().FilterSelector(filter=where)
         self._conn.call("unlink", "delete", self._conn.full(name), points_selector=selector, wait=True)
 
-    def _mentions(self, user_id: str, key: str, values: Sequence[str], fields: list[str]) -> list[Any]:
+    def _mention_points(self, user_id: str, key: str, values: Sequence[str], fields: list[str]) -> list[Any]:
         return self._any(MENTIONS, user_id, [(key, values)], fields)
 
     def _edges(self, user_id: str, entity_ids: Sequence[str]) -> list[Any]:
@@ -288,14 +232,9 @@ class QdrantGraphStore:
     def _names(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, str]:
         """entity id -> its name, for the ids among ``entity_ids`` that some memory mentions."""
         first: dict[str, tuple[int, str]] = {}
-        for p in self._mentions(user_id, "entity_id", entity_ids, ["entity_id", "name", "at"]):
+        for p in self._mention_points(user_id, "entity_id", entity_ids, ["entity_id", "name", "at"]):
             candidate = (int(p.payload.get("at") or 0), p.payload["name"])
             eid = p.payload["entity_id"]
             if eid not in first or candidate < first[eid]:
                 first[eid] = candidate
         return {eid: name for eid, (_, name) in first.items()}
-
-
-def _require(value: object, field: str) -> None:
-    if not isinstance(value, str) or not value:
-        raise InvalidInputError(f"{field} must be a non-empty string", field=field)

@@ -16,16 +16,21 @@ import logging
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 
 import networkx as nx
 
-from hello_memory.errors import CorruptStoreError, DiskFullError, InvalidInputError, StoreError
-from hello_memory.language.extraction import normalise_name
+from hello_memory.errors import CorruptStoreError, DiskFullError, StoreError
 from hello_memory.stores.graph.base import GraphNeighbour
+from hello_memory.stores.graph.common import (
+    COUNT_KEYS,
+    EntityRow,
+    GraphStoreAdapter,
+    RelationRow,
+    expand,
+)
 from hello_memory.stores.sqlite_base import sqlite_error
 
 logger = logging.getLogger(__name__)
@@ -54,7 +59,7 @@ CREATE TABLE IF NOT EXISTS relations (
 CREATE INDEX IF NOT EXISTS relations_by_source ON relations (user_id, source_id);
 CREATE INDEX IF NOT EXISTS relations_by_target ON relations (user_id, target_id);
 """
-# A more specific type replaces "concept" (a name first seen as a concept, later as a person).
+# A more specific type replaces "concept" (GENERIC_TYPE: a name first seen as a concept, later as a person).
 _UPSERT_ENTITY = """
 INSERT INTO entities (user_id, id, name, norm_name, type) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (user_id, id) DO UPDATE SET type = excluded.type
@@ -67,17 +72,18 @@ DELETE FROM entities WHERE user_id = ? AND id = ? AND NOT EXISTS
 _CHUNK = 500  # stay well below SQLite's host-parameter limit
 
 
-class SQLiteGraphStore:
+class SQLiteGraphStore(GraphStoreAdapter):
     """A :class:`~hello_memory.stores.graph.base.GraphStore` in one SQLite file (or ``":memory:"``).
 
-    Links are validated before anything is written: every relation endpoint must be one of the
-    entities of the same ``link`` call (a memory mentions what it relates). The connection opens on
-    first use; the store is thread-safe and usable as a context manager.
+    Each ``link`` is one transaction. The connection opens on first use; the store is thread-safe
+    and usable as a context manager.
 
     Args:
         path: the database file (its folder is created) or ``":memory:"``.
         graph_cache_users: how many users' traversal graphs to keep in memory.
     """
+
+    BACKEND = "sqlite+networkx"
 
     def __init__(self, path: str | Path, *, graph_cache_users: int = 16) -> None:
         self._path = str(path)
@@ -88,50 +94,9 @@ class SQLiteGraphStore:
         self._graphs: OrderedDict[str, nx.Graph] = OrderedDict()
 
     @property
-    def backend(self) -> str:
-        """``"sqlite+networkx"``."""
-        return "sqlite+networkx"
-
-    @property
     def path(self) -> str:
         """The database file (``":memory:"`` when not persistent)."""
         return self._path
-
-    def __enter__(self) -> SQLiteGraphStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def link(
-        self,
-        user_id: str,
-        memory_id: str,
-        entities: Sequence[tuple[str, str, str]],
-        relations: Sequence[tuple[str, str, str]],
-    ) -> None:
-        """Replace the memory's links with ``entities`` (id, name, type) and ``relations`` (src, dst, type).
-
-        Raises:
-            InvalidInputError: an empty id or name, or a relation endpoint not among ``entities``.
-        """
-        _require(user_id, "user_id")
-        _require(memory_id, "memory_id")
-        rows = entity_rows(user_id, entities)
-        rels = relation_rows(user_id, memory_id, {r[1] for r in rows}, relations)
-        with self._write(user_id) as conn:
-            previous = self._remove_links(conn, user_id, memory_id)
-            conn.executemany(_UPSERT_ENTITY, rows)
-            conn.executemany(
-                "INSERT INTO mentions VALUES (?, ?, ?)", [(user_id, memory_id, r[1]) for r in rows]
-            )
-            conn.executemany("INSERT OR IGNORE INTO relations VALUES (?, ?, ?, ?, ?)", rels)
-            conn.executemany(_DELETE_ORPHANS, [(user_id, e) for e in previous])
-        logger.debug(
-            "linked memory %s of user %s: %s entities, %s relations", memory_id, user_id, len(rows), len(rels)
-        )
 
     def unlink_memory(self, user_id: str, memory_id: str) -> None:
         """Remove the memory's mentions, its relations and entities no memory mentions any more."""
@@ -139,55 +104,13 @@ class SQLiteGraphStore:
             previous = self._remove_links(conn, user_id, memory_id)
             conn.executemany(_DELETE_ORPHANS, [(user_id, e) for e in previous])
 
-    def neighbours(
-        self, user_id: str, entity_ids: Sequence[str], *, max_hops: int = 2
-    ) -> list[GraphNeighbour]:
-        """Entities within ``max_hops`` of any start (edges in both directions), nearest first.
-
-        Unknown start ids are ignored; each entity appears once with its smallest hop count.
-        """
-        if max_hops < 0:
-            raise InvalidInputError("max_hops must be >= 0", field="max_hops")
-        graph = self._graph(user_id)  # never mutated once built: traverse without the lock
-        starts = [e for e in dict.fromkeys(entity_ids) if e in graph]
-        names: dict[str, str] = graph.graph["names"]
-        found: list[GraphNeighbour] = []
-        if not starts:
-            return found
-        for hops, layer in enumerate(nx.bfs_layers(graph, starts)):
-            if hops > max_hops:
-                break
-            found.extend(GraphNeighbour(n, names.get(n, n), hops) for n in layer)
-        return sorted(found, key=lambda n: (n.hops, n.name, n.entity_id))
-
-    def memories_mentioning(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, list[str]]:
-        """memory id -> the given entity ids it mentions (in the order given)."""
-        order = {e: i for i, e in enumerate(dict.fromkeys(entity_ids))}
-        sql = "SELECT memory_id, entity_id FROM mentions WHERE user_id = ? AND entity_id IN ({})"
-        found: dict[str, list[str]] = {}
-        for memory_id, eid in sorted(self._select_in(sql, user_id, list(order))):
-            found.setdefault(memory_id, []).append(eid)
-        return {m: sorted(ids, key=order.__getitem__) for m, ids in found.items()}
-
-    def find_entities(self, user_id: str, names: Sequence[str]) -> list[tuple[str, str]]:
-        """(id, name) of the user's entities whose normalised name equals a normalised ``names`` entry."""
-        keys = list(dict.fromkeys(k for k in map(normalise_name, names) if k))
-        # Without statistics SQLite would scan the primary key (user_id, id) instead.
-        sql = (
-            "SELECT norm_name, id, name FROM entities INDEXED BY entities_by_name"
-            " WHERE user_id = ? AND norm_name IN ({})"
-        )
-        rows = self._select_in(sql, user_id, keys)
-        rank = {k: i for i, k in enumerate(keys)}
-        return [(eid, name) for _, eid, name in sorted(rows, key=lambda r: (rank[r[0]], r[1]))]
-
     def counts(self, user_id: str) -> dict[str, int]:
         """``{"entities": n, "relations": m, "mentions": k}`` for the user."""
         with self._lock, _wrapped("count"):
             conn = self._connect()
             return {
                 t: conn.execute(f"SELECT COUNT(*) FROM {t} WHERE user_id = ?", (user_id,)).fetchone()[0]
-                for t in _TABLES
+                for t in COUNT_KEYS
             }
 
     def forget_user(self, user_id: str) -> dict[str, int]:
@@ -198,7 +121,7 @@ class SQLiteGraphStore:
                 for t in ("relations", "mentions", "entities")
             }
         logger.info("forgot graph of user %s: %s", user_id, deleted)
-        return {t: deleted[t] for t in _TABLES}
+        return {t: deleted[t] for t in COUNT_KEYS}
 
     def scrub(self, *, vacuum: bool = False) -> None:
         """Checkpoint and truncate the WAL, whose old page images still hold deleted rows.
@@ -220,6 +143,42 @@ class SQLiteGraphStore:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    # -- primitives ---------------------------------------------------------------------------------
+
+    def _link(self, user_id: str, memory_id: str, rows: list[EntityRow], rels: list[RelationRow]) -> None:
+        with self._write(user_id) as conn:
+            previous = self._remove_links(conn, user_id, memory_id)
+            conn.executemany(_UPSERT_ENTITY, [(user_id, r.id, r.name, r.norm_name, r.type) for r in rows])
+            conn.executemany(
+                "INSERT INTO mentions VALUES (?, ?, ?)", [(user_id, memory_id, r.id) for r in rows]
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO relations VALUES (?, ?, ?, ?, ?)",
+                [(user_id, r.source, r.target, r.type, memory_id) for r in rels],
+            )
+            conn.executemany(_DELETE_ORPHANS, [(user_id, e) for e in previous])
+
+    def _neighbours(self, user_id: str, starts: list[str], max_hops: int) -> list[GraphNeighbour]:
+        graph = self._graph(user_id)  # never mutated once built: traverse without the lock
+        names: dict[str, str] = graph.graph["names"]
+
+        def next_layer(frontier: list[str], seen: set[str]) -> dict[str, str]:
+            return {n: names.get(n, n) for e in frontier for n in graph[e] if n not in seen}
+
+        return expand({e: names.get(e, e) for e in starts if e in graph}, next_layer, max_hops)
+
+    def _mentions(self, user_id: str, entity_ids: list[str]) -> list[tuple[str, str]]:
+        sql = "SELECT memory_id, entity_id FROM mentions WHERE user_id = ? AND entity_id IN ({})"
+        return [(m, e) for m, e in self._select_in(sql, user_id, entity_ids)]
+
+    def _entities_named(self, user_id: str, keys: list[str]) -> list[tuple[str, str, str]]:
+        # Without statistics SQLite would scan the primary key (user_id, id) instead.
+        sql = (
+            "SELECT norm_name, id, name FROM entities INDEXED BY entities_by_name"
+            " WHERE user_id = ? AND norm_name IN ({})"
+        )
+        return [(k, e, n) for k, e, n in self._select_in(sql, user_id, keys)]
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -350,36 +309,3 @@ def _wrapped(action: str, path: str | None = None) -> Iterator[None]:
         if isinstance(full, DiskFullError):
             raise full from e
         raise StoreError(f"graph store {action} failed: {e}") from e
-
-
-def _require(value: str, field: str) -> None:
-    if not isinstance(value, str) or not value:
-        raise InvalidInputError(f"{field} must be a non-empty string", field=field)
-
-
-def entity_rows(
-    user_id: str, entities: Sequence[tuple[str, str, str]]
-) -> list[tuple[str, str, str, str, str]]:
-    rows: dict[str, tuple[str, str, str, str, str]] = {}
-    for eid, name, kind in entities:
-        _require(eid, "entities")
-        norm = normalise_name(name) if isinstance(name, str) else ""
-        if not norm:
-            raise InvalidInputError(f"entity {eid!r} has an empty name", field="entities")
-        rows.setdefault(eid, (user_id, eid, name.strip(), norm, kind or "concept"))
-    return list(rows.values())
-
-
-def relation_rows(
-    user_id: str, memory_id: str, known: set[str], relations: Sequence[tuple[str, str, str]]
-) -> list[tuple[str, str, str, str, str]]:
-    rows = []
-    for source, target, kind in relations:
-        if source not in known or target not in known:
-            raise InvalidInputError(
-                f"relation {source!r} -[{kind}]-> {target!r} names an entity not linked by this memory",
-                field="relations",
-            )
-        _require(kind, "relations")
-        rows.append((user_id, source, target, kind, memory_id))
-    return rows

@@ -41,7 +41,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from hello_memory.errors import HelloMemoryError, InvalidInputError, StoreError
 from hello_memory.stores.qdrant_connection import QdrantConnection, check_dense, kind_check, models
@@ -54,6 +54,11 @@ from hello_memory.stores.records.qdrant_writes import RecordWrites
 from hello_memory.stores.sparse import LexicalEncoder
 from hello_memory.stores.vectors.rules import existing_id_candidates, unit_vector
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from hello_memory.stores.qdrant_connection import QdrantOptions
+
 logger = logging.getLogger(__name__)
 
 SCHEMA = 1
@@ -63,10 +68,10 @@ class QdrantRecordStore(RecordWrites):
     """A :class:`~hello_memory.stores.records.base.RecordStore` on Qdrant (``qdrant-client``).
 
     Args:
-        location / url / path / client: where Qdrant is (exactly one; see
-            :class:`~hello_memory.stores.qdrant_connection.QdrantConnection`). Local mode (``":memory:"``,
+        location, **connection: where Qdrant is (``location``, ``url``, ``path`` or ``client``: exactly
+            one) and how to talk to it (``api_key``, ``timeout``, ``retries``, ``prefix``); see
+            :class:`~hello_memory.stores.qdrant_connection.QdrantConnection`. Local mode (``":memory:"``,
             ``path=``) locks a path to one client.
-        api_key, timeout, retries, prefix: as for :class:`~hello_memory.stores.vectors.qdrant.QdrantVectorStore`.
         embedder, dimension: the dense vectors' embedder name and size (both or neither); recorded
             with the collection, and a store with others is refused.
         context_window: session neighbours in a memory's lexical document (``Settings.lexical_context_window``);
@@ -78,17 +83,11 @@ class QdrantRecordStore(RecordWrites):
         self,
         location: str | None = None,
         *,
-        url: str | None = None,
-        path: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30,
-        client: Any = None,
-        prefix: str = "hm",
-        retries: int = 3,
         embedder: str | None = None,
         dimension: int | None = None,
         context_window: int = 0,
         lexical: LexicalEncoder | None = None,
+        **connection: Unpack[QdrantOptions],
     ) -> None:
         if (embedder is None) != (dimension is None):
             raise InvalidInputError("give both embedder and dimension, or neither", field="embedder")
@@ -102,16 +101,7 @@ class QdrantRecordStore(RecordWrites):
             or not 0 <= context_window <= 10
         ):
             raise InvalidInputError("context_window must be an integer in [0, 10]", field="context_window")
-        self._conn = QdrantConnection(
-            location,
-            url=url,
-            path=path,
-            api_key=api_key,
-            timeout=timeout,
-            client=client,
-            prefix=prefix,
-            retries=retries,
-        )
+        self._conn = QdrantConnection(location, **connection)
         self._embedder, self._dimension = embedder, dimension
         lexical = lexical or LexicalEncoder.for_window(context_window)
         self._wanted = {"window": context_window, "lexical": lexical.to_json()}

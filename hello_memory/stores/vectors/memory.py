@@ -8,28 +8,17 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from hello_memory.errors import NotFoundError, StoreError
-from hello_memory.stores.vectors.base import Filter, VectorHit, VectorPoint
-from hello_memory.stores.vectors.rules import (
-    CollectionMeta,
-    CompiledFilter,
-    check_collection_args,
-    check_limit,
-    compile_delete_filter,
-    compile_filter,
-    existing_id_candidates,
-    prepare_points,
-    unit_vector,
-)
-
-_NO_VECTOR = np.empty(0, dtype=np.float32)
+from hello_memory.errors import StoreError
+from hello_memory.stores.vectors.base import VectorHit, VectorPoint
+from hello_memory.stores.vectors.common import VectorStoreAdapter, fetched_point, missing_collection
+from hello_memory.stores.vectors.filters import CompiledFilter
+from hello_memory.stores.vectors.rules import CollectionMeta
 
 
 @dataclass
@@ -57,7 +46,7 @@ class _Collection:
         return ids, matrix @ query
 
 
-class InMemoryVectorStore:
+class InMemoryVectorStore(VectorStoreAdapter):
     """A :class:`~hello_memory.stores.vectors.base.VectorStore` kept in a dict; exact and thread-safe.
 
     Example:
@@ -71,26 +60,12 @@ class InMemoryVectorStore:
         True
     """
 
+    BACKEND = "memory"
+
     def __init__(self) -> None:
         self._collections: dict[str, _Collection] = {}
         self._lock = threading.RLock()
         self._closed = False
-
-    @property
-    def backend(self) -> str:
-        """``"memory"``."""
-        return "memory"
-
-    def ensure_collection(self, name: str, dimension: int, *, embedder: str) -> None:
-        """Create ``name`` or verify that it matches ``dimension`` and ``embedder``."""
-        check_collection_args(name, dimension, embedder)
-        with self._lock:
-            self._check_open()
-            existing = self._collections.get(name)
-            if existing is not None:
-                existing.meta.check(name, dimension, embedder)
-                return
-            self._collections[name] = _Collection(CollectionMeta(dimension, embedder))
 
     def collections(self) -> list[str]:
         """Names of existing collections."""
@@ -104,97 +79,94 @@ class InMemoryVectorStore:
             self._check_open()
             self._collections.pop(name, None)
 
-    def upsert(self, collection: str, points: Sequence[VectorPoint]) -> None:
-        """Insert or replace points; nothing is written if any point is invalid."""
-        with self._lock:
-            coll = self._get(collection)
-            ids, matrix, payloads = prepare_points(collection, points, coll.meta.dimension)
-            for pid, vector, payload in zip(ids, matrix, payloads, strict=True):
-                coll.vectors[pid] = vector
-                coll.payloads[pid] = payload
-            coll.changed()
-
-    def delete(self, collection: str, ids: Sequence[str]) -> None:
-        """Delete points by id (absent ids are ignored)."""
-        with self._lock:
-            coll = self._get(collection)
-            for pid in ids:
-                coll.vectors.pop(pid, None)
-                coll.payloads.pop(pid, None)
-            coll.changed()
-
-    def delete_where(self, collection: str, where: Filter) -> int:
-        """Delete every point matching ``where`` (which must have a condition); returns the count."""
-        compiled = compile_delete_filter(where)
-        with self._lock:
-            coll = self._get(collection)
-            doomed = coll.select(compiled)
-            for pid in doomed:
-                del coll.vectors[pid], coll.payloads[pid]
-            coll.changed()
-            return len(doomed)
-
-    def search(
-        self,
-        collection: str,
-        vector: npt.NDArray[np.float32],
-        *,
-        limit: int,
-        where: Filter | None = None,
-    ) -> list[VectorHit]:
-        """Exact nearest neighbours by cosine similarity."""
-        compiled = compile_filter(where)
-        with self._lock:
-            coll = self._get(collection)
-            query = unit_vector(collection, vector, coll.meta.dimension)
-            if check_limit(limit) == 0:
-                return []
-            ids, scores = coll.scores(query)
-            if compiled is not None:
-                keep = np.fromiter((compiled.matches(coll.payloads[i]) for i in ids), bool, len(ids))
-                scores = np.where(keep, scores, -np.inf)
-            k = min(limit, len(ids))
-            top = np.argpartition(-scores, k - 1)[:k] if 0 < k < len(ids) else np.arange(k)
-            order = [i for i in top[np.argsort(-scores[top], kind="stable")] if np.isfinite(scores[i])]
-            return [VectorHit(ids[k], float(scores[k]), copy.deepcopy(coll.payloads[ids[k]])) for k in order]
-
-    def get(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[VectorPoint]:
-        """Points by id (absent ids are skipped); vectors come back L2-normalised."""
-        with self._lock:
-            coll = self._get(collection)
-            return [
-                VectorPoint(
-                    pid,
-                    coll.vectors[pid].copy() if with_vectors else _NO_VECTOR.copy(),
-                    copy.deepcopy(coll.payloads[pid]),
-                )
-                for pid in existing_id_candidates(ids)
-                if pid in coll.payloads
-            ]
-
-    def count(self, collection: str, where: Filter | None = None) -> int:
-        """Number of points (matching ``where``)."""
-        return len(self.ids(collection, where))
-
-    def ids(self, collection: str, where: Filter | None = None) -> list[str]:
-        """Every point id (matching ``where``)."""
-        compiled = compile_filter(where)
-        with self._lock:
-            return self._get(collection).select(compiled)
-
     def close(self) -> None:
         """Drop everything; idempotent."""
         with self._lock:
             self._collections.clear()
             self._closed = True
 
+    # -- primitives ---------------------------------------------------------------------------------
+    def _guard(self) -> threading.RLock:
+        return self._lock
+
+    def _meta(self, name: str) -> CollectionMeta:
+        with self._lock:
+            return self._get(name).meta
+
+    def _ensure(self, name: str, meta: CollectionMeta) -> None:
+        with self._lock:
+            self._check_open()
+            existing = self._collections.get(name)
+            if existing is not None:
+                existing.meta.check(name, meta.dimension, meta.embedder)
+                return
+            self._collections[name] = _Collection(meta)
+
+    def _write(
+        self, name: str, ids: list[str], matrix: npt.NDArray[np.float32], payloads: list[dict[str, Any]]
+    ) -> None:
+        with self._lock:
+            coll = self._get(name)
+            for pid, vector, payload in zip(ids, matrix, payloads, strict=True):
+                coll.vectors[pid] = vector
+                coll.payloads[pid] = payload
+            coll.changed()
+
+    def _remove(self, name: str, ids: list[str]) -> None:
+        with self._lock:
+            coll = self._get(name)
+            for pid in ids:
+                coll.vectors.pop(pid, None)
+                coll.payloads.pop(pid, None)
+            coll.changed()
+
+    def _remove_where(self, name: str, where: CompiledFilter) -> int:
+        with self._lock:
+            coll = self._get(name)
+            doomed = coll.select(where)
+            for pid in doomed:
+                del coll.vectors[pid], coll.payloads[pid]
+            coll.changed()
+            return len(doomed)
+
+    def _nearest(
+        self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None
+    ) -> list[VectorHit]:
+        """Exact: every point is scored."""
+        with self._lock:
+            coll = self._get(name)
+            ids, scores = coll.scores(query)
+            if where is not None:
+                keep = np.fromiter((where.matches(coll.payloads[i]) for i in ids), bool, len(ids))
+                scores = np.where(keep, scores, -np.inf)
+            k = min(limit, len(ids))
+            top = np.argpartition(-scores, k - 1)[:k] if 0 < k < len(ids) else np.arange(k)
+            order = [i for i in top[np.argsort(-scores[top], kind="stable")] if np.isfinite(scores[i])]
+            return [VectorHit(ids[k], float(scores[k]), copy.deepcopy(coll.payloads[ids[k]])) for k in order]
+
+    def _fetch(self, name: str, ids: list[str], with_vectors: bool) -> list[VectorPoint]:
+        with self._lock:
+            coll = self._get(name)
+            return [
+                fetched_point(
+                    pid, coll.vectors[pid] if with_vectors else None, copy.deepcopy(coll.payloads[pid])
+                )
+                for pid in ids
+                if pid in coll.payloads
+            ]
+
+    def _count(self, name: str, where: CompiledFilter | None) -> int:
+        return len(self._ids(name, where))
+
+    def _ids(self, name: str, where: CompiledFilter | None) -> list[str]:
+        with self._lock:
+            return self._get(name).select(where)
+
     def _get(self, name: str) -> _Collection:
         self._check_open()
         coll = self._collections.get(name)
         if coll is None:
-            raise NotFoundError(
-                f"collection {name!r} does not exist; call ensure_collection first", object_id=name
-            )
+            raise missing_collection(name)
         return coll
 
     def _check_open(self) -> None:

@@ -27,7 +27,7 @@ neo4j = pytest.importorskip("neo4j")
 from hello_memory.errors import InvalidInputError, MissingDependencyError, StoreError  # noqa: E402
 from hello_memory.language.extraction import entity_id  # noqa: E402
 from hello_memory.settings import Settings  # noqa: E402
-from hello_memory.stores.graph import neo4j as cy  # noqa: E402
+from hello_memory.stores.graph import neo4j_cypher as cy  # noqa: E402
 from hello_memory.stores.graph.base import GraphStore  # noqa: E402
 from hello_memory.stores.graph.neo4j import Neo4jGraphStore  # noqa: E402
 from hello_memory.testing.graph_store import GraphStoreContract, link_chain, link_names  # noqa: E402

@@ -25,9 +25,10 @@ from hello_memory.errors import CorruptStoreError, MissingDependencyError, Store
 from hello_memory.settings import Settings
 from hello_memory.stores.vectors.base import Filter, Range, VectorHit, VectorPoint, VectorStore
 from hello_memory.stores.vectors.edge import META_FILE, SHARD_DIR, QdrantEdgeVectorStore
+from hello_memory.stores.vectors.factory import open_vector_store
 from hello_memory.stores.vectors.memory import InMemoryVectorStore
 from hello_memory.stores.vectors.qdrant import QdrantVectorStore, to_qdrant_filter
-from hello_memory.stores.vectors.rules import FLOAT_INDEX_KEYS, KEYWORD_INDEX_KEYS, open_vector_store
+from hello_memory.stores.vectors.rules import FLOAT_INDEX_KEYS, KEYWORD_INDEX_KEYS
 from hello_memory.testing.services import http_unreachable, service_unavailable
 from hello_memory.testing.vector_store import DIM, VectorStoreContract, make_point
 
@@ -77,7 +78,7 @@ class TestQdrantVectorStoreLocalPath(VectorStoreContract):
     def reopen(self, store: VectorStore) -> VectorStore:
         assert isinstance(store, QdrantVectorStore)
         store.close()
-        return QdrantVectorStore(path=store._options["path"])
+        return QdrantVectorStore(path=store._conn._options["path"])
 
 
 @pytest.fixture(scope="module")
@@ -248,7 +249,7 @@ def test_to_qdrant_filter(where, expected):
 
 def test_qdrant_store_is_lazy_and_validates_its_arguments():
     store = QdrantVectorStore(url="http://127.0.0.1:9")  # nothing listens there; nothing is contacted
-    assert store._client is None
+    assert store._conn._client is None
     store.close()
     with pytest.raises(ValueError):
         QdrantVectorStore(":memory:", url="http://localhost:6333")
@@ -285,7 +286,7 @@ def _unexpected(status: int) -> UnexpectedResponse:
 
 @pytest.fixture
 def no_sleep(monkeypatch):
-    monkeypatch.setattr("hello_memory.stores.vectors.qdrant.time.sleep", lambda _: None)
+    monkeypatch.setattr("hello_memory.stores.qdrant_connection.time.sleep", lambda _: None)
 
 
 @pytest.mark.parametrize(
@@ -450,5 +451,5 @@ def test_factory_picks_edge_by_default_and_qdrant_for_a_url(tmp_path):
         Settings(home=tmp_path, qdrant_url="http://127.0.0.1:9", qdrant_api_key=SecretStr("k"))
     )
     assert isinstance(server, QdrantVectorStore) and server.backend == "qdrant"
-    assert server._options["api_key"] == "k"
+    assert server._conn._options["api_key"] == "k"
     server.close()
