@@ -1,6 +1,6 @@
 """Pure ASGI middlewares: request body limits and a ``Server-Timing`` header.
 
-Body limits (JSON bodies and document uploads separately): a declared ``Content-Length`` over the
+Body limits (JSON bodies, and uploads: documents and imports): a declared ``Content-Length`` over the
 limit is refused before anything is read; a body without one (chunked) is counted as it streams
 and refused when it passes the limit. Either way the client gets a JSON 413 and nothing is stored.
 
@@ -21,13 +21,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 OPERATION_MS: ContextVar[float | None] = ContextVar("operation_ms", default=None)
 """Milliseconds the library call of the current request took (set by ``ServiceCore.run``)."""
-UPLOAD_SUFFIX = "/documents"
+UPLOAD_SUFFIXES = ("/documents", "/v1/import")
 DRAIN_BYTES = 64 * 1024 * 1024
 """Bytes of a refused body still read (and dropped), so that the client sees the 413, not a reset."""
 
 
 class BodyLimit:
-    """Refuse bodies over ``max_bytes`` (``max_upload_bytes`` for ``POST …/documents`` uploads)."""
+    """Refuse bodies over ``max_bytes`` (``max_upload_bytes`` for ``POST …/documents`` and ``/v1/import``)."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int, max_upload_bytes: int) -> None:
         self.app = app
@@ -35,7 +35,7 @@ class BodyLimit:
         self.max_upload_bytes = max_upload_bytes
 
     def _limit(self, scope: Scope) -> int:
-        upload = scope.get("method") == "POST" and str(scope.get("path", "")).endswith(UPLOAD_SUFFIX)
+        upload = scope.get("method") == "POST" and str(scope.get("path", "")).endswith(UPLOAD_SUFFIXES)
         return self.max_upload_bytes if upload else self.max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
