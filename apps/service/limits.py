@@ -38,6 +38,11 @@ class BodyLimit:
         upload = scope.get("method") == "POST" and str(scope.get("path", "")).endswith(UPLOAD_SUFFIXES)
         return self.max_upload_bytes if upload else self.max_bytes
 
+    def _too_large(self, size: int, limit: int) -> str:
+        setting = "MAX_UPLOAD_BYTES" if limit == self.max_upload_bytes else "MAX_BODY_BYTES"
+        return (f"request body of {size} bytes or more is over this service's limit of {limit} bytes; "
+                f"send less at once (split add_many batches) or raise the limit (HELLO_MEMORY_SERVICE_{setting})")
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -53,7 +58,7 @@ class BodyLimit:
             if size > limit:
                 if size <= limit + DRAIN_BYTES:
                     await _drain(receive)
-                await _refuse(send, 413, "too_large", _too_large(size, limit))
+                await _refuse(send, 413, "too_large", self._too_large(size, limit))
                 return
         seen = 0
 
@@ -65,7 +70,7 @@ class BodyLimit:
                 if seen > limit:  # raised inside the route's body parsing: FastAPI re-raises HTTPException
                     if message.get("more_body", False):
                         await _drain(receive)
-                    raise HTTPException(413, _too_large(seen, limit))
+                    raise HTTPException(413, self._too_large(seen, limit))
             return message
 
         await self.app(scope, limited, send)
@@ -83,9 +88,6 @@ async def _drain(receive: Receive) -> None:
             return
 
 
-def _too_large(size: int, limit: int) -> str:
-    return (f"request body of {size} bytes or more is over this service's limit of {limit} bytes; "
-            "send less at once (split add_many batches) or raise the limit (HELLO_MEMORY_SERVICE_MAX_*_BYTES)")
 
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:

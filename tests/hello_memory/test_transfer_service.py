@@ -39,6 +39,7 @@ from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder  # noqa
 from tests.apps.service.service_runner import KEYS, RunningService, start_service  # noqa: E402
 
 ADMIN, ALICE = KEYS["admin"], KEYS["alice"]
+UPLOAD_LIMIT = 4 * 1024 * 1024  # the tests' imports are far smaller
 Cli = Callable[..., Result]
 
 
@@ -52,7 +53,9 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         {"key": KEYS["bob"], "user_id": "bob"},
         {"key": ADMIN, "user_id": "ops", "admin": True},
     ]}), encoding="utf-8")
-    env = {"QDRANT_URL": str(root / "qdrant")} if request.param == "server" else {}
+    env = {"HELLO_MEMORY_SERVICE_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT)}
+    if request.param == "server":
+        env["QDRANT_URL"] = str(root / "qdrant")
     running = start_service(root / "data", args=("--keys-file", str(keys)), env=env)
     yield running
     assert running.stop() == 0, running.output()
@@ -217,6 +220,20 @@ def test_the_librarys_import_errors_come_back_typed(served: RunningService, cli:
     (tmp_path / "bad.jsonl").write_text('{"content": "an old-style export line"}\n', encoding="utf-8")
     out = cli("import", "bad.jsonl", "--server", served.url, "--api-key", ADMIN)
     assert out.exit_code == 2 and "error: not a hello-memory export" in out.output, out.output
+
+
+def test_an_import_over_the_upload_limit_is_refused_and_stores_nothing(served: RunningService,
+                                                                        tmp_path: Path) -> None:
+    user = _fresh("erin")
+    with MemoryManager(Settings(home=tmp_path / "src", embedder="tfidf"), user_id=user) as mm:
+        mm.add("Erin keeps bees", memory_type="semantic")
+        header, line = _export(mm)
+    copies = UPLOAD_LIMIT // len(line) + 10  # the same memory again and again: the body alone is too big
+    with RemoteMemory(served.url, api_key=ADMIN) as admin:
+        with pytest.raises(InvalidInputError, match=r"over this service's limit .*MAX_UPLOAD_BYTES"):
+            admin.import_lines([header, *[line] * copies])
+        assert admin.get_all(user_id=user) == []
+        assert admin.import_lines([header, line]).memories == 1  # the service is fine afterwards
 
 
 def test_a_reply_that_breaks_off_is_an_error_never_a_shorter_export() -> None:
