@@ -4,6 +4,7 @@ Code written against this protocol runs unchanged in process (``MemoryManager``)
 memory service (:class:`~hello_memory.client.remote.RemoteMemory`, ``hello-memory serve``): the same
 method names, arguments, return types (the pydantic models of :mod:`hello_memory.models`) and
 errors (the :class:`~hello_memory.errors.HelloMemoryError` subclasses). Switching is one line.
+:class:`MemoryAdminAPI` is the same promise for the whole-store operations (export, import, reindex).
 
 Example:
     >>> from hello_memory import MemoryManager
@@ -16,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -25,9 +26,11 @@ from hello_memory.models import (
     ConsolidateReport,
     ForgetReport,
     HistoryEntry,
+    ImportReport,
     MemoryItem,
     MemoryStats,
     MemoryType,
+    ReindexReport,
     ScoredMemory,
 )
 
@@ -197,4 +200,39 @@ class MemoryAPI(Protocol):
 
     def __exit__(self, *exc: object) -> None:
         """``with`` support: :meth:`close`."""
+        ...
+
+
+@runtime_checkable
+class MemoryAdminAPI(Protocol):
+    """Whole-store operations: moving a memory (export, import) and repairing it (graph reindex).
+
+    Beside :class:`MemoryAPI`, not in it: these are an operator's tasks, not an agent's, so the
+    tools, the MCP server and the app (which take a ``MemoryAPI``) never offer them. Both
+    :class:`~hello_memory.MemoryManager` and :class:`~hello_memory.client.remote.RemoteMemory`
+    implement it, with the same arguments, results and errors. Through a service, an API key reaches
+    only its own user (``users=None`` / ``user_id=None`` then mean that user; a line or a name of
+    another user is ``PermissionDeniedError``); the admin key, or a loopback service without keys,
+    reaches every user.
+
+    Example:
+        >>> from hello_memory.api import MemoryAdminAPI
+        >>> def backup(memory: MemoryAdminAPI, path: str) -> None:
+        ...     with open(path, "w", encoding="utf-8") as out:
+        ...         out.writelines(line + "\n" for line in memory.export_lines())
+    """
+
+    def export_lines(self, *, vectors: bool = True, users: Sequence[str] | None = None) -> Iterator[str]:
+        """Every user's memories (or ``users``'), with history and vectors, as JSON Lines (a header first).
+
+        Lazy: the lines are produced (or received) as they are iterated, never held all at once.
+        """
+        ...
+
+    def import_lines(self, lines: Iterable[str], *, reembed: bool = False) -> ImportReport:
+        """Import an export (idempotent by id; counts verified against its header)."""
+        ...
+
+    def reindex_graph(self, user_id: str | None = None) -> ReindexReport:
+        """Rebuild the knowledge graph of one user (``None``: of every user reached) from the records."""
         ...

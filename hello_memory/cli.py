@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import IO, TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from hello_memory.errors import HelloMemoryError
+from hello_memory.errors import HelloMemoryError, InvalidInputError
 
 if TYPE_CHECKING:
-    from hello_memory.api import MemoryAPI
+    from hello_memory.api import MemoryAdminAPI, MemoryAPI
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="hello-memory: memory for LLM agents.")
 
@@ -36,6 +37,7 @@ Home = Annotated[
                  parser=_home, metavar="PATH"),
 ]
 User = Annotated[str, typer.Option("--user", "-u", help="user id")]
+WHOLE_STORE = "default_user"  # the default user of whole-store commands: through a key, the key's own
 Server = Annotated[
     str | None,
     typer.Option(
@@ -50,16 +52,29 @@ ApiKey = Annotated[
 
 
 def _manager(
-    home: Path | None, user: str, server: str | None = None, api_key: str | None = None
+    home: Path | None, user: str, server: str | None = None, api_key: str | None = None, *, existing: bool = False
 ) -> MemoryAPI:
+    """The memory the command was pointed at: ``--server``, else HELLO_MEMORY_SERVER_URL, else the live
+    service of the home, else the home's stores (``existing``: only a data directory that exists)."""
     from hello_memory import Settings
     from hello_memory.client.discovery import connect_memory
 
     settings = Settings() if home is None else Settings(home=home)
-    return connect_memory(settings, user_id=user, server_url=server, api_key=api_key, enable_perceptual=True)
+    return connect_memory(
+        settings, user_id=user, server_url=server, api_key=api_key, existing=existing, enable_perceptual=True
+    )
 
 
-def _fail(e: HelloMemoryError) -> None:
+def _admin(mm: MemoryAPI) -> MemoryAdminAPI:
+    """``mm``'s whole-store operations (``MemoryManager`` and ``RemoteMemory`` both have them)."""
+    from hello_memory.api import MemoryAdminAPI
+
+    if not isinstance(mm, MemoryAdminAPI):  # pragma: no cover - both implementations are
+        raise InvalidInputError(f"{type(mm).__name__} cannot export, import or reindex")
+    return mm
+
+
+def _fail(e: HelloMemoryError) -> NoReturn:
     typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
     raise typer.Exit(2)
 
@@ -99,7 +114,7 @@ def search(
 ) -> None:
     """Search memories; one line per hit with score and tier."""
     try:
-        with _manager(home, user, server, api_key) as mm:
+        with _manager(home, user, server, api_key, existing=True) as mm:
             hits = mm.search(query, limit=limit, memory_types=memory_type or None)
     except HelloMemoryError as e:
         _fail(e)
@@ -118,7 +133,7 @@ def stats(
 ) -> None:
     """Counts per tier and the backends in use."""
     try:
-        with _manager(home, user, server, api_key) as mm:
+        with _manager(home, user, server, api_key, existing=True) as mm:
             st = mm.stats()
     except HelloMemoryError as e:
         _fail(e)
@@ -144,7 +159,7 @@ def forget(
 ) -> None:
     """Forget memories by importance, age, capacity or a combined policy."""
     try:
-        with _manager(home, user, server, api_key) as mm:
+        with _manager(home, user, server, api_key, existing=True) as mm:
             report = mm.forget(strategy, threshold, max_age_days, purge=purge)
     except HelloMemoryError as e:
         _fail(e)
@@ -168,29 +183,60 @@ def export(
     server: Server = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Export the user's memories as JSON Lines; ``--full`` exports the whole store to move it between modes."""
-    try:
-        if full:  # on the stores themselves: QDRANT_URL / NEO4J_URI, or --home
-            from hello_memory import MemoryManager, Settings
+    """Export the user's memories as JSON Lines; ``--full`` exports the whole store to move it between modes.
 
-            with MemoryManager(Settings() if home is None else Settings(home=home)) as mm:
-                lines = list(mm.export_lines(vectors=vectors))
-        else:
-            with _manager(home, user, server, api_key) as mm:
-                lines = [json.dumps(i.model_dump(mode="json"), ensure_ascii=False) for i in mm.get_all()]
+    Through a service, ``--full`` exports every user the API key reaches (its own; all with the admin key).
+    """
+    try:
+        with _manager(home, user, server, api_key, existing=True) as mm:
+            if full:
+                lines = _admin(mm).export_lines(vectors=vectors)
+            else:
+                lines = (json.dumps(i.model_dump(mode="json"), ensure_ascii=False) for i in mm.get_all())
+            written = _write_lines(lines, output)
     except HelloMemoryError as e:
         _fail(e)
-    text = "\n".join(lines) + ("\n" if lines else "")
-    count = len(lines) - 1 if full else len(lines)
+    if output is not None:
+        typer.echo(f"exported {max(written - 1, 0) if full else written} memories to {output}")
+
+
+def _write_lines(lines: Iterator[str], output: Path | None) -> int:
+    """Write ``lines`` to ``output`` (stdout when ``None``) as they come; how many were written.
+
+    The first line is read before ``output`` is opened, so a memory that cannot be reached leaves no
+    file behind; an export that breaks off later removes its incomplete file.
+    """
+    first = next(lines, None)
     if output is None:
-        sys.stdout.write(text)
-    else:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as e:  # a directory, a missing folder, no permission: say so, no traceback
-            typer.secho(f"error: cannot write {output}: {e.strerror or e}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(2) from None
-        typer.echo(f"exported {count} memories to {output}")
+        return _copy(first, lines, sys.stdout)
+    try:
+        fh = output.open("w", encoding="utf-8")
+    except OSError as e:  # a directory, a missing folder, no permission: say so, no traceback
+        _cannot_write(output, e)
+    try:
+        with fh:
+            return _copy(first, lines, fh)
+    except BaseException as e:
+        output.unlink(missing_ok=True)
+        if isinstance(e, OSError) and not isinstance(e, HelloMemoryError):
+            _cannot_write(output, e)
+        raise
+
+
+def _copy(first: str | None, rest: Iterable[str], out: IO[str]) -> int:
+    if first is None:
+        return 0
+    out.write(first + "\n")
+    written = 1
+    for line in rest:
+        out.write(line + "\n")
+        written += 1
+    return written
+
+
+def _cannot_write(output: Path, e: OSError) -> NoReturn:
+    typer.secho(f"error: cannot write {output}: {e.strerror or e}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2) from None
 
 
 @app.command("import")
@@ -200,21 +246,22 @@ def import_(
         bool, typer.Option("--reembed", help="embed again when the export's embedder differs")
     ] = False,
     home: Home = None,
+    server: Server = None,
+    api_key: ApiKey = None,
 ) -> None:
-    """Import a ``--full`` export into the configured stores (QDRANT_URL / NEO4J_URI, or --home); idempotent."""
-    from hello_memory import MemoryManager, Settings
+    """Import a ``--full`` export into the memory pointed at (a service, QDRANT_URL / NEO4J_URI, or --home).
 
+    Idempotent; through a service an API key imports only its own user's memories (the admin key any).
+    """
     try:
-        with (
-            source.open(encoding="utf-8") as fh,
-            MemoryManager(Settings() if home is None else Settings(home=home)) as mm,
-        ):
-            done = mm.import_lines(fh, reembed=reembed)
-    except OSError as e:
-        typer.secho(f"error: cannot read {source}: {e.strerror or e}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
-    except HelloMemoryError as e:
+        with source.open(encoding="utf-8") as fh, _manager(home, WHOLE_STORE, server, api_key) as mm:
+            done = _admin(mm).import_lines(fh, reembed=reembed)
+    except HelloMemoryError as e:  # before OSError: PermissionDeniedError is one too
         _fail(e)
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        typer.secho(f"error: cannot read {source}: {reason or e}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
     typer.echo(f"imported {done.memories} memories, counts verified ({done.reembedded} embedded again)")
 
 
@@ -224,23 +271,24 @@ def reindex(
         bool, typer.Option("--graph", help="rebuild the knowledge graph from the records")
     ] = False,
     user: Annotated[
-        str | None, typer.Option("--user", "-u", help="only this user (default: every user)")
+        str | None, typer.Option("--user", "-u", help="only this user (default: every user reached)")
     ] = None,
     home: Home = None,
+    server: Server = None,
+    api_key: ApiKey = None,
 ) -> None:
-    """Repair derived data from the records, on the stores themselves (QDRANT_URL / NEO4J_URI, or --home).
+    """Repair derived data from the records, in the memory pointed at (a service, QDRANT_URL / NEO4J_URI, or --home).
 
     ``--graph`` completes pending work, then drops and re-links each user's graph from the semantic
-    memories' records: it repairs a worker killed between the record and the graph write.
+    memories' records: it repairs a worker killed between the record and the graph write. Through
+    a service, an API key rebuilds only its own user's graph.
     """
-    from hello_memory import MemoryManager, Settings
-
     if not graph:
         typer.secho("error: say what to rebuild: --graph", fg=typer.colors.RED, err=True)
         raise typer.Exit(2)
     try:
-        with MemoryManager(Settings() if home is None else Settings(home=home)) as mm:
-            done = mm.reindex_graph(user)
+        with _manager(home, WHOLE_STORE, server, api_key, existing=True) as mm:
+            done = _admin(mm).reindex_graph(user)
     except HelloMemoryError as e:
         _fail(e)
     typer.echo(

@@ -25,7 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from apps.service import routes_documents, routes_memory
+from apps.service import routes_documents, routes_memory, routes_transfer
 from apps.service.auth import KeyRing
 from apps.service.core import ServiceCore
 from apps.service.deps import ServiceState
@@ -132,6 +132,7 @@ def create_app(core: ServiceCore, keys: KeyRing | None = None, *, close_on_shutd
     _health_routes(app, core)
     app.include_router(routes_memory.router)
     app.include_router(routes_documents.router)
+    app.include_router(routes_transfer.router)
     return app
 
 

@@ -58,6 +58,8 @@ class ServiceCore:
         self.llm = llm if llm is not None else make_llm(settings)
         self.memory = MemoryManager(settings, enable_perceptual=True, embedder=self.embedder)
         self.home = Path(settings.home).expanduser().resolve()
+        self.data_dir: Path | None = self.memory.bundle.home
+        """The data directory the stores keep their files in; ``None`` when they keep none (servers)."""
         self.roots = [Path(r).expanduser().resolve() for r in service.allowed_roots]
         self._pipelines: dict[str, RAGPipeline] = {}
         self._lock = threading.Lock()
@@ -78,6 +80,11 @@ class ServiceCore:
                 pipeline = RAGPipeline(self.settings, namespace=namespace, embedder=self.embedder, llm=self.llm)
                 self._pipelines[namespace] = pipeline
             return pipeline
+
+    def describe(self) -> str:
+        """Where this service's memory lives, for people: its data directory, else its Qdrant."""
+        home = self.data_dir
+        return str(home) if home is not None else f"Qdrant at {self.settings.qdrant_url}"
 
     def warm_up(self) -> None:
         """Load the embedder now, so the first request does not pay for it."""

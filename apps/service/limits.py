@@ -1,6 +1,6 @@
 """Pure ASGI middlewares: request body limits and a ``Server-Timing`` header.
 
-Body limits (JSON bodies and document uploads separately): a declared ``Content-Length`` over the
+Body limits (JSON bodies, and uploads: documents and imports): a declared ``Content-Length`` over the
 limit is refused before anything is read; a body without one (chunked) is counted as it streams
 and refused when it passes the limit. Either way the client gets a JSON 413 and nothing is stored.
 
@@ -21,13 +21,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 OPERATION_MS: ContextVar[float | None] = ContextVar("operation_ms", default=None)
 """Milliseconds the library call of the current request took (set by ``ServiceCore.run``)."""
-UPLOAD_SUFFIX = "/documents"
+UPLOAD_SUFFIXES = ("/documents", "/v1/import")
 DRAIN_BYTES = 64 * 1024 * 1024
 """Bytes of a refused body still read (and dropped), so that the client sees the 413, not a reset."""
 
 
 class BodyLimit:
-    """Refuse bodies over ``max_bytes`` (``max_upload_bytes`` for ``POST …/documents`` uploads)."""
+    """Refuse bodies over ``max_bytes`` (``max_upload_bytes`` for ``POST …/documents`` and ``/v1/import``)."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int, max_upload_bytes: int) -> None:
         self.app = app
@@ -35,8 +35,13 @@ class BodyLimit:
         self.max_upload_bytes = max_upload_bytes
 
     def _limit(self, scope: Scope) -> int:
-        upload = scope.get("method") == "POST" and str(scope.get("path", "")).endswith(UPLOAD_SUFFIX)
+        upload = scope.get("method") == "POST" and str(scope.get("path", "")).endswith(UPLOAD_SUFFIXES)
         return self.max_upload_bytes if upload else self.max_bytes
+
+    def _too_large(self, size: int, limit: int) -> str:
+        setting = "MAX_UPLOAD_BYTES" if limit == self.max_upload_bytes else "MAX_BODY_BYTES"
+        return (f"request body of {size} bytes or more is over this service's limit of {limit} bytes; "
+                f"send less at once (split add_many batches) or raise the limit (HELLO_MEMORY_SERVICE_{setting})")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -53,7 +58,7 @@ class BodyLimit:
             if size > limit:
                 if size <= limit + DRAIN_BYTES:
                     await _drain(receive)
-                await _refuse(send, 413, "too_large", _too_large(size, limit))
+                await _refuse(send, 413, "too_large", self._too_large(size, limit))
                 return
         seen = 0
 
@@ -65,7 +70,7 @@ class BodyLimit:
                 if seen > limit:  # raised inside the route's body parsing: FastAPI re-raises HTTPException
                     if message.get("more_body", False):
                         await _drain(receive)
-                    raise HTTPException(413, _too_large(seen, limit))
+                    raise HTTPException(413, self._too_large(seen, limit))
             return message
 
         await self.app(scope, limited, send)
@@ -83,9 +88,6 @@ async def _drain(receive: Receive) -> None:
             return
 
 
-def _too_large(size: int, limit: int) -> str:
-    return (f"request body of {size} bytes or more is over this service's limit of {limit} bytes; "
-            "send less at once (split add_many batches) or raise the limit (HELLO_MEMORY_SERVICE_MAX_*_BYTES)")
 
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:

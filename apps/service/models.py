@@ -111,6 +111,15 @@ class Consolidate(_Request):
     user_id: UserId = None
 
 
+class Export(_Request):
+    """``MemoryManager.export_lines``: which users, with or without vectors."""
+
+    vectors: Flag = True
+    users: list[Text] | None = Field(
+        default=None, description="default: every user the API key reaches (a normal key: its own)"
+    )
+
+
 class BuildContext(_Request):
     """``MemoryManager.build_context``."""
 

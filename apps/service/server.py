@@ -44,7 +44,7 @@ def _server_class(uvicorn: Any) -> Any:
     class AdvertisingServer(uvicorn.Server):
         """uvicorn's server, writing ``<home>/SERVICE`` once bound and removing it first at shutdown."""
 
-        def __init__(self, config: Any, *, core: ServiceCore, advertise: bool, open_keys: bool) -> None:
+        def __init__(self, config: Any, *, core: ServiceCore, advertise: Path | None, open_keys: bool) -> None:
             super().__init__(config)
             self.core, self.advertise, self.open_keys, self.url = core, advertise, open_keys, ""
 
@@ -54,16 +54,15 @@ def _server_class(uvicorn: Any) -> Any:
                 return
             port = self.servers[0].sockets[0].getsockname()[1]
             self.url = advertised_url(self.config.host, port)
-            if self.advertise:
-                write_service_file(self.core.home, self.url)
+            if self.advertise is not None:
+                write_service_file(self.advertise, self.url)
             keys = "no API keys: loopback only" if self.open_keys else "API keys required"
-            where = f"Qdrant at {self.core.settings.qdrant_url}" if _server_mode(self.core) else self.core.home
-            print(f"hello-memory serve: {where} at {self.url} ({keys}; API docs at {self.url}/docs)",
+            print(f"hello-memory serve: {self.core.describe()} at {self.url} ({keys}; API docs at {self.url}/docs)",
                   file=sys.stderr, flush=True)
 
         async def shutdown(self, sockets: Any = None) -> None:
-            if self.advertise:
-                remove_service_file(self.core.home)
+            if self.advertise is not None:
+                remove_service_file(self.advertise)
             await super().shutdown(sockets=sockets)
 
     return AdvertisingServer
@@ -125,8 +124,7 @@ def serve(
             log_level=log_level, access_log=False, server_header=False, lifespan="on", loop="auto", http="auto",
             timeout_graceful_shutdown=service.drain_timeout or None, timeout_keep_alive=30,
         )
-        # Server mode keeps no data directory: no SERVICE file either (clients use the URL).
-        advertise = service.write_service_file and not _server_mode(core)
+        advertise = _service_file_home(core, service)
         server = _server_class(uvicorn)(config, core=core, advertise=advertise, open_keys=keys.open)
         try:
             with _quiet_stop():
@@ -140,11 +138,15 @@ def serve(
                 "machine); choose another with --port (0 picks a free one) or --host"
             )
     finally:
+        home = _service_file_home(core, service)
         core.close()
-        if service.write_service_file and not _server_mode(core):
-            remove_service_file(core.home)
+        if home is not None:
+            remove_service_file(home)
 
 
-def _server_mode(core: ServiceCore) -> bool:
-    """True when the service's stores are servers (``QDRANT_URL``): it then writes nothing locally."""
-    return bool(core.settings.qdrant_url)
+def _service_file_home(core: ServiceCore, service: ServiceSettings) -> Path | None:
+    """Where to advertise the service (``SERVICE``): in its data directory, when the stores keep one.
+
+    Stores that keep no data directory (servers) get no file either: clients use the URL.
+    """
+    return core.data_dir if service.write_service_file else None

@@ -51,9 +51,12 @@ class ServiceSettings(BaseSettings):
         default_factory=list, description="folders whose files clients may index by path (none by default)"
     )
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="JSON request body limit")
-    max_upload_bytes: int = Field(default=200 * 1024 * 1024, ge=1024, description="document upload limit")
+    max_upload_bytes: int = Field(default=200 * 1024 * 1024, ge=1024, description="upload limit: documents, imports")
     request_timeout: float = Field(default=60.0, gt=0, description="seconds per memory request")
     document_timeout: float = Field(default=900.0, gt=0, description="seconds per document ingestion")
+    transfer_timeout: float = Field(
+        default=900.0, gt=0, description="seconds per import, graph reindex or export batch"
+    )
     threads: int = Field(default=16, ge=1, le=256, description="worker threads running store operations")
     drain_timeout: float = Field(default=60.0, ge=0, description="seconds shutdown waits for running writes")
     warm_up: bool = Field(default=True, description="load the embedder before accepting requests")

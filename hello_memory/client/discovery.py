@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from hello_memory.api import MemoryAPI
-from hello_memory.errors import StoreLockedError
+from hello_memory.errors import NotFoundError, StoreLockedError
 from hello_memory.models import utcnow
 from hello_memory.settings import Settings
 
@@ -132,12 +132,16 @@ def connect_memory(
     user_id: str = DEFAULT_USER,
     server_url: str | None = None,
     api_key: str | SecretStr | None = None,
+    existing: bool = False,
     **manager_kwargs: Any,
 ) -> MemoryAPI:
     """A :class:`~hello_memory.client.remote.RemoteMemory` when a service is configured or owns the home,
     else a :class:`~hello_memory.MemoryManager` on the home (``manager_kwargs`` go to it).
 
     Through a service with an API key, the default ``user_id`` stands for the key's own user.
+    With ``existing`` (a command that only reads or changes what is there), a data directory that
+    does not exist or is empty is :func:`no_memory`'s ``NotFoundError`` instead of being created.
+    Both objects are also :class:`~hello_memory.api.MemoryAdminAPI`.
     """
     url = service_url(settings, server_url)
     if url is not None:
@@ -145,12 +149,46 @@ def connect_memory(
 
         remote_user = None if (api_key and user_id == DEFAULT_USER) else user_id
         return RemoteMemory(url, api_key=api_key, user_id=remote_user)
+    if existing:
+        check_memory_exists(settings)
     from hello_memory.manager import MemoryManager
 
     try:
         return MemoryManager(settings, user_id=user_id, **manager_kwargs)
     except StoreLockedError as e:
         raise locked_home(settings.home) from e
+
+
+def check_memory_exists(settings: Settings) -> None:
+    """Raise :func:`no_memory` when ``settings``' stores keep a data directory that is missing or empty.
+
+    Asked of the store configuration (:func:`hello_memory.stores.open_server.wanted`): stores that
+    are servers keep no directory, and what they hold is theirs to say.
+    """
+    from hello_memory.stores.open import resolve_home
+    from hello_memory.stores.open_server import wanted
+
+    if wanted(settings):
+        return
+    home = resolve_home(settings.home)
+    try:
+        empty = not any(home.iterdir())
+    except FileNotFoundError:
+        empty = True
+    except OSError:  # a file, no permission: opening the stores says what is wrong
+        return
+    if empty:
+        raise no_memory(home)
+
+
+def no_memory(home: str | Path) -> NotFoundError:
+    """The error of a command pointed at a data directory that holds no memory (and no live service)."""
+    return NotFoundError(
+        f"no memory at {home}: the data directory does not exist or is empty, and no memory service "
+        "owns it (nothing was created); point --home (HELLO_MEMORY_HOME) at a data directory, or "
+        "--server (HELLO_MEMORY_SERVER_URL) at a memory service",
+        object_id=str(home),
+    )
 
 
 def locked_home(home: str | Path, *, serving: bool = False) -> StoreLockedError:

@@ -1,9 +1,8 @@
 """``RemoteMemory``: the :class:`~hello_memory.MemoryManager` API over HTTP, against ``hello-memory serve``.
 
 Same method names, arguments, return types and errors as ``MemoryManager`` (both satisfy
-:class:`hello_memory.api.MemoryAPI`), so switching is one line. The service validates exactly as
-the library does; what the API key may reach is decided by the service (a key reaches only its
-own user's memories).
+:class:`hello_memory.api.MemoryAPI`, and ``MemoryAdminAPI`` through :mod:`hello_memory.client.admin`), so
+switching is one line. The service validates as the library does and decides what a key reaches (its user).
 
 Adds are safe to retry: every memory is sent with a ``memory_id`` (the caller's, else a fresh
 ``uuid4``), and the service stores an id once. Reads, searches and adds are retried after a lost
@@ -31,6 +30,7 @@ from urllib.parse import quote
 from pydantic import SecretStr, TypeAdapter
 
 from hello_memory.api import Query, TimeRange
+from hello_memory.client.admin import RemoteAdmin
 from hello_memory.client.transport import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Transport, jsonable
 from hello_memory.client.write_ids import PendingIds, fingerprint, name_ids
 from hello_memory.context import ContextBlock
@@ -68,7 +68,7 @@ def _typed(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {k: jsonable(v) if k in _TIMES or k in ("memory_type", "modality") else v for k, v in spec.items()}
 
 
-class RemoteMemory:
+class RemoteMemory(RemoteAdmin):
     """A memory served by a hello-memory service (``hello-memory serve``).
 
     Args:

@@ -15,6 +15,11 @@ call's ``timeout`` in total):
   their ``memory_id``);
 - never: a request that timed out waiting for its reply (the timeout is the caller's bound; a
   :class:`~hello_memory.errors.ServiceTimeoutError` is raised), any other status, and uploads.
+
+Streams: :meth:`Transport.stream_lines` yields a response's lines as they arrive (retried as above
+until the response starts, never after); a body sent as ``content`` (an iterator of bytes) goes out
+chunked, read once, never retried. Lines are split on ``\n`` only (:class:`LineSplitter`), never on
+the other characters ``str.splitlines`` treats as line ends (U+2028 in a memory's text is data).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -83,6 +88,7 @@ class _Outcome:
     kind: Literal["ok", "unsent", "lost", "final"]
     content: bytes = b""
     error: Exception | None = None
+    response: Any = None  # a streamed response, still open
 
 
 class Transport:
@@ -134,12 +140,16 @@ class Transport:
         params: Mapping[str, Any] | None = None,
         files: Any = None,
         data: Mapping[str, Any] | None = None,
+        content: Iterable[bytes] | None = None,
+        content_type: str = "application/octet-stream",
         timeout: float | None = None,
         idempotent: bool | None = None,
     ) -> bytes:
         """Send one request, retried as the module docstring says; the response body on success.
 
         Args:
+            content: a body streamed as it is produced (chunked); read once, so never retried.
+            content_type: the media type of ``content``.
             idempotent: the request may be repeated after a lost reply or a 502/503/504 without
                 changing the outcome; default: only ``GET``.
 
@@ -147,6 +157,48 @@ class Transport:
             HelloMemoryError: the service's error (the same class it raised), or a
                 :class:`~hello_memory.errors.ServiceError` when it could not be reached or did not answer.
         """
+        kwargs = self._arguments(body, params)
+        if files is not None:
+            kwargs["files"], kwargs["data"] = files, data
+        if content is not None:
+            kwargs["content"], kwargs["headers"] = content, {"Content-Type": content_type}
+        once = files is not None or content is not None  # an upload's body is read once
+        outcome = self._send(method, path, kwargs, timeout=timeout, idempotent=idempotent, once=once)
+        return outcome.content
+
+    def stream_lines(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        idempotent: bool | None = None,
+    ) -> Iterator[str]:
+        """Send one request and yield the lines of its response as they arrive (empty lines skipped).
+
+        Nothing is sent before the first ``next()``. ``timeout`` bounds each wait for more of the
+        response, not the whole stream, so a long export only needs the service to keep sending.
+
+        Raises:
+            HelloMemoryError: as :meth:`request`; a response that breaks off is a
+                :class:`~hello_memory.errors.ServiceError` (a :class:`~hello_memory.errors.ServiceTimeoutError`
+                when the service stopped sending for ``timeout`` seconds): the lines so far are incomplete.
+        """
+        outcome = self._send(
+            method, path, self._arguments(body, params), timeout=timeout, idempotent=idempotent, stream=True
+        )
+        response = outcome.response
+        try:
+            splitter = LineSplitter()
+            for chunk in self._chunks(response, method, path):
+                yield from (_text(line, self.url) for line in splitter.feed(chunk) if line)
+            yield from (_text(line, self.url) for line in splitter.end() if line)
+        finally:
+            response.close()
+
+    def _arguments(self, body: Mapping[str, Any] | None, params: Mapping[str, Any] | None) -> dict[str, Any]:
         if self.closed:
             raise InvalidInputError(f"this client of {self.url} is closed")
         kwargs: dict[str, Any] = {}
@@ -155,16 +207,29 @@ class Transport:
             kwargs["headers"] = {"Content-Type": "application/json"}
         if params:
             kwargs["params"] = {k: _param(v) for k, v in params.items() if v is not None}
-        if files is not None:
-            kwargs["files"], kwargs["data"] = files, data
+        return kwargs
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        kwargs: dict[str, Any],
+        *,
+        timeout: float | None,
+        idempotent: bool | None,
+        once: bool = False,
+        stream: bool = False,
+    ) -> _Outcome:
+        """The first successful attempt's outcome; retries as the module docstring says, else raises."""
         repeatable = method == "GET" if idempotent is None else idempotent
-        retries = 0 if files is not None else self.retries  # an upload's file is read once
+        retries = 0 if once else self.retries
         budget = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
         for attempt in range(retries + 1):
-            outcome = self._attempt(method, path, kwargs, max(deadline - time.monotonic(), 0.05))
+            left = max(deadline - time.monotonic(), 0.05)
+            outcome = self._attempt(method, path, kwargs, budget if stream else left, stream=stream)
             if outcome.error is None:
-                return outcome.content
+                return outcome
             delay = BACKOFF * 2**attempt * random.uniform(0.5, 1.5)  # jitter, not secrecy
             retry = outcome.kind == "unsent" or (outcome.kind == "lost" and repeatable)
             if not retry or attempt == retries or time.monotonic() + delay >= deadline:
@@ -181,29 +246,57 @@ class Transport:
             time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
 
-    def _attempt(self, method: str, path: str, kwargs: dict[str, Any], timeout: float) -> _Outcome:
+    def _attempt(
+        self, method: str, path: str, kwargs: dict[str, Any], timeout: float, *, stream: bool = False
+    ) -> _Outcome:
         """One try, and whether another may help (``unsent``: the request never reached the
         service; ``lost``: it may have been carried out, its reply is lost or a gateway error)."""
         httpx = self._httpx
         try:
-            response = self._client.request(method, path, timeout=timeout, **kwargs)
+            if stream:
+                request = self._client.build_request(method, path, timeout=timeout, **kwargs)
+                response = self._client.send(request, stream=True)
+                if response.status_code >= 400:
+                    response.read()
+                    response.close()
+            else:
+                response = self._client.request(method, path, timeout=timeout, **kwargs)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as e:
             return _Outcome("unsent", error=self._unreachable(method, path, e))
         except httpx.TimeoutException as e:  # sent, and no reply in time: the caller's bound is spent
-            error = ServiceTimeoutError(
-                f"the memory service at {self.url} did not answer {method} {path} in time ({e}); "
-                "the call may still complete there: check before repeating a write (an add is safe to repeat)",
-                url=self.url,
-            )
-            error.__cause__ = e
-            return _Outcome("final", error=error)
+            return _Outcome("final", error=self._timed_out(method, path, e))
         except httpx.HTTPError as e:  # the connection dropped after the request was sent
             return _Outcome("lost", error=self._unreachable(method, path, e))
         if response.status_code >= 400:
             return _Outcome(
                 "lost" if response.status_code in RETRY_STATUSES else "final", error=self._error(response)
             )
+        if stream:
+            return _Outcome("ok", response=response)
         return _Outcome("ok", content=response.content)
+
+    def _chunks(self, response: Any, method: str, path: str) -> Iterator[bytes]:
+        """The bytes of a streamed response; a reply that breaks off is a typed error."""
+        httpx = self._httpx
+        try:
+            yield from response.iter_bytes()
+        except httpx.TimeoutException as e:
+            raise self._timed_out(method, path, e) from e
+        except httpx.HTTPError as e:
+            raise ServiceError(
+                f"the reply of the memory service at {self.url} to {method} {path} broke off "
+                f"({type(e).__name__}: {e}); what arrived is incomplete",
+                url=self.url,
+            ) from e
+
+    def _timed_out(self, method: str, path: str, e: Exception) -> ServiceTimeoutError:
+        error = ServiceTimeoutError(
+            f"the memory service at {self.url} did not answer {method} {path} in time ({e}); "
+            "the call may still complete there: check before repeating a write (an add is safe to repeat)",
+            url=self.url,
+        )
+        error.__cause__ = e
+        return error
 
     def _unreachable(self, method: str, path: str, e: Exception) -> ServiceError:
         error = ServiceError(
@@ -237,3 +330,37 @@ def _param(value: Any) -> Any:
     if isinstance(value, bool):
         return "true" if value else "false"
     return jsonable(value)
+
+
+class LineSplitter:
+    """Bytes in, complete lines out: split on ``\n`` only, a trailing ``\r`` dropped.
+
+    Example:
+        >>> split = LineSplitter()
+        >>> split.feed(b'{"a": 1}\n{"b"'), split.feed(b': 2}\n'), split.end()
+        ([b'{"a": 1}'], [b'{"b": 2}'], [])
+    """
+
+    def __init__(self) -> None:
+        self._pending = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The lines ``chunk`` completes (the rest waits for the next chunk)."""
+        *done, tail = chunk.split(b"\n")
+        if done:
+            done[0] = bytes(self._pending) + done[0]
+            self._pending.clear()
+        self._pending += tail
+        return [line.removesuffix(b"\r") for line in done]
+
+    def end(self) -> list[bytes]:
+        """The last line, when the input did not end with a line break."""
+        rest, self._pending = bytes(self._pending), bytearray()
+        return [rest.removesuffix(b"\r")] if rest else []
+
+
+def _text(line: bytes, url: str) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ServiceError(f"the memory service at {url} sent a line that is not UTF-8 ({e})", url=url) from e

@@ -46,3 +46,61 @@ def test_errors_are_one_line_and_exit_2(run):
     assert out.exit_code == 2 and "error:" in out.output and "Traceback" not in out.output
     out = run("forget", "--strategy", "nonsense")
     assert out.exit_code == 2 and "unknown forget strategy" in out.output
+
+
+# -- every command reaches the memory it was pointed at, or says why not ----------------------------
+@pytest.fixture
+def bare(tmp_path, monkeypatch):
+    """The CLI in an empty working directory, without --home: nothing may appear there."""
+    from hello_memory.client import transport
+
+    monkeypatch.setenv("HELLO_MEMORY_EMBEDDER", "tfidf")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(transport, "BACKOFF", 0.001)
+    (tmp_path / "dump.jsonl").write_text('{"kind": "hello-memory-export", "format": 1}\n', encoding="utf-8")
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, list(args))
+
+
+EVERY_COMMAND = [["add", "x"], ["search", "x"], ["stats"], ["forget"], ["export"], ["export", "--full"],
+                 ["export", "--full", "-o", "out.jsonl"], ["import", "dump.jsonl"], ["reindex", "--graph"], ["demo"]]
+
+
+@pytest.mark.parametrize("command", EVERY_COMMAND, ids=" ".join)
+def test_a_command_pointed_at_an_unreachable_service_fails_in_one_line(bare, tmp_path, command):
+    out = bare(*command, "--server", "http://127.0.0.1:9")
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert out.exit_code == 2 and len(lines) == 1, out.output
+    assert lines[0].startswith("error: cannot reach the memory service at http://127.0.0.1:9"), out.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump.jsonl"]  # no ./hello_memory_data, no out.jsonl
+
+
+READS = [["search", "x"], ["stats"], ["forget"], ["export"], ["export", "--full", "-o", "out.jsonl"],
+         ["reindex", "--graph"]]
+
+
+@pytest.mark.parametrize("command", READS, ids=" ".join)
+@pytest.mark.parametrize("home", ["default", "missing", "empty"])
+def test_a_command_on_a_home_without_memory_creates_nothing_and_says_so(bare, tmp_path, command, home):
+    """exit 2 "no memory at <home>": an empty backup with exit 0 is how a typo in --home went unnoticed."""
+    where = {"default": [], "missing": ["--home", str(tmp_path / "nowhere")],
+             "empty": ["--home", str(tmp_path / "empty")]}[home]
+    (tmp_path / "empty").mkdir()
+    out = bare(*command, *where)
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert out.exit_code == 2 and len(lines) == 1, out.output
+    named = {"default": tmp_path / "hello_memory_data", "missing": tmp_path / "nowhere", "empty": tmp_path / "empty"}
+    assert lines[0].startswith(f"error: no memory at {named[home]}: "), out.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump.jsonl", "empty"]
+    assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_writes_still_create_their_home_and_reads_then_find_it(bare, tmp_path):
+    out = bare("import", "dump.jsonl", "--home", "fresh")  # an import is a write: its target may be new
+    assert out.exit_code == 0 and "imported 0 memories" in out.output and (tmp_path / "fresh").is_dir(), out.output
+    out = bare("add", "Alice lives in Paris", "--type", "semantic")
+    assert out.exit_code == 0 and (tmp_path / "hello_memory_data").is_dir(), out.output
+    out = bare("export", "--full", "-o", "out.jsonl")
+    assert out.exit_code == 0 and "exported 1 memories to out.jsonl" in out.output, out.output
+    out = bare("reindex", "--graph")
+    assert out.exit_code == 0 and "graph rebuilt: 1 semantic memories of 1 users" in out.output, out.output

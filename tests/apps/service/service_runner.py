@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -67,6 +68,9 @@ def ready(url: str, timeout: float = 1.0) -> bool:
         return False
 
 
+STARTED = re.compile(r"hello-memory serve: .* at (http://\S+) \(")
+
+
 def start_service(
     home: Path,
     *,
@@ -75,8 +79,15 @@ def start_service(
     env: dict[str, str] | None = None,
     timeout: float = 120,
 ) -> RunningService:
-    """Start ``python -m apps.service --home HOME --port 0`` and wait until it is ready."""
-    home.mkdir(parents=True, exist_ok=True)
+    """Start ``python -m apps.service --home HOME --port 0`` and wait until it is ready.
+
+    With ``QDRANT_URL`` in ``env`` (server mode) the service keeps no data directory: ``home`` is
+    not created, and the URL is read from the line the service prints instead of ``SERVICE``.
+    """
+    server_mode = "QDRANT_URL" in (env or {})
+    if not server_mode:
+        home.mkdir(parents=True, exist_ok=True)
+    home.parent.mkdir(parents=True, exist_ok=True)
     log = home.parent / f"{home.name}-service-{time.monotonic_ns()}.log"
     cmd = [sys.executable, "-m", "apps.service", "--home", str(home), "--port", "0", "--embedder", embedder, *args]
     with log.open("wb") as out:
@@ -86,10 +97,20 @@ def start_service(
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"service exited with {proc.returncode}:\n{running.output()}")
-        record = read_service_file(home)
-        if record is not None and record.pid == proc.pid and ready(record.url):
-            running.url = record.url
+        url = _printed_url(running) if server_mode else _advertised_url(home, proc.pid)
+        if url is not None and ready(url):
+            running.url = url
             return running
         time.sleep(0.1)
     running.kill()
     raise AssertionError(f"service not ready within {timeout} s:\n{running.output()}")
+
+
+def _advertised_url(home: Path, pid: int) -> str | None:
+    record = read_service_file(home)
+    return record.url if record is not None and record.pid == pid else None
+
+
+def _printed_url(running: RunningService) -> str | None:
+    found = STARTED.search(running.output())
+    return found.group(1) if found else None

@@ -11,7 +11,7 @@ import pytest
 from service_runner import start_service
 
 from hello_memory import MemoryManager, Settings
-from hello_memory.api import MemoryAPI
+from hello_memory.api import MemoryAdminAPI, MemoryAPI
 from hello_memory.client.remote import RemoteMemory
 from hello_memory.testing.memory_api import PAST, MemoryAPIContract
 from rag import RAGPipeline
@@ -50,12 +50,13 @@ def _params(fn: object) -> list[tuple[str, object, object]]:
     return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("protocol", "local", "remote"),
-                         [(MemoryAPI, MemoryManager, RemoteMemory), (RAGAPI, RAGPipeline, RemoteRAG)])
-def test_same_methods_arguments_and_defaults(protocol, local, remote):
+@pytest.mark.parametrize(("protocol", "local", "remote", "at_least"),
+                         [(MemoryAPI, MemoryManager, RemoteMemory, 10), (RAGAPI, RAGPipeline, RemoteRAG, 10),
+                          (MemoryAdminAPI, MemoryManager, RemoteMemory, 3)])
+def test_same_methods_arguments_and_defaults(protocol, local, remote, at_least):
     names = [n for n, v in vars(protocol).items() if callable(v) and (not n.startswith("_") or n in (
         "__enter__", "__exit__"))]
-    assert len(names) >= 10
+    assert len(names) >= at_least
     for name in names:
         want = _params(getattr(protocol, name))
         for impl in (local, remote):
@@ -64,6 +65,14 @@ def test_same_methods_arguments_and_defaults(protocol, local, remote):
             extra = got[len(want):]
             assert all(kind == inspect.Parameter.KEYWORD_ONLY and default is not inspect.Parameter.empty
                        for _, kind, default in extra), f"{impl.__name__}.{name} has extra required arguments"
+
+
+@pytest.mark.parametrize("name", ["export_lines", "import_lines", "reindex_graph"])
+def test_whole_store_operations_have_exactly_the_managers_signature(name):
+    want = str(inspect.signature(getattr(MemoryAdminAPI, name)))
+    assert str(inspect.signature(getattr(MemoryManager, name))) == want
+    assert str(inspect.signature(getattr(RemoteMemory, name))) == want
+    assert isinstance(RemoteMemory("http://127.0.0.1:9"), MemoryAdminAPI)
 
 
 def _script(mm: MemoryAPI) -> list[object]:

@@ -185,3 +185,37 @@ def test_the_cli_starts_without_loading_the_stores():
 def test_serve_refuses_a_hostile_home_before_opening_anything(home):
     with pytest.raises(E.InvalidInputError, match="home"):  # "" used to serve the current directory
         serve(home=home)
+
+
+def test_an_import_spool_checks_every_line_before_anything_is_imported():
+    from apps.service.auth import Principal
+    from apps.service.spool import ImportSpool
+
+    alice = Principal("alice")
+    spool = ImportSpool(alice.user)
+    body = (b'{"kind": "hello-memory-export", "users": {"alice": {"memories": 1}}}\r\n\n'
+            b'{"kind": "memory", "item": {"user_id": "bob", "user_id": "alice", "content": "a\xe2\x80\xa8b"}}\n')
+    for i in range(0, len(body), 7):  # lines split across chunks anywhere
+        spool.feed(body[i:i + 7])
+    lines = list(spool.finish())
+    assert len(lines) == 3 and lines[1] == ""  # the blank line kept: the library's line numbers stay the file's
+    assert json.loads(lines[2])["item"] == {"user_id": "alice", "content": "a\u2028b"}  # what was checked
+    assert '"bob"' not in lines[2]
+
+    spool = ImportSpool(alice.user)
+    spool.feed(b'{"kind": "hello-memory-export", "users": {}}\n{"kind": "memory", "item": {"user_id": "bob"}}\n')
+    spool.feed(b"{not json, read and dropped after the refusal\n")
+    with pytest.raises(E.PermissionDeniedError, match=r"^line 2 of the export: .*nothing was imported"):
+        spool.finish()
+    spool = ImportSpool(Principal("ops", admin=True).user)
+    spool.feed(b'{"kind": "hello-memory-export"}\n\xff\xfe\n')
+    with pytest.raises(E.InvalidInputError, match="line 2 of the export is not UTF-8"):
+        spool.finish()
+
+
+def test_imports_have_the_upload_body_limit():
+    from apps.service.limits import BodyLimit
+
+    limit = BodyLimit(None, max_bytes=1024, max_upload_bytes=4096)  # type: ignore[arg-type]
+    assert limit._limit({"method": "POST", "path": "/v1/import"}) == 4096
+    assert limit._limit({"method": "POST", "path": "/v1/export"}) == 1024
