@@ -71,18 +71,28 @@ class MemoryAPI(Protocol):
         memory_id: str | None = None,
         **fields: Any,
     ) -> MemoryItem:
-        """Store one memory; ``fields`` are type-specific (``event_type``, ``tags``, ...).
+        """Store one memory and return it (with its full UUID).
 
-        ``memory_id`` (a full UUID chosen by the caller) makes a retry a no-op.
+        ``fields`` sets type-specific fields (``event_type``, ``tags``, ``source_path``, ...).
+        ``memory_id`` (a full UUID chosen by the caller) makes the call idempotent: a retry with the
+        same id and content returns the stored memory and stores nothing; the same id with other
+        content, type or user raises :class:`~hello_memory.errors.IdConflictError`.
+        Raises ``InvalidInputError`` for bad input and ``EmbeddingError``/``StoreError`` when a
+        backend fails — in every case nothing is stored.
         """
         ...
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
-        """Store many memories; all are validated before any is stored."""
+        """Store many memories at once (batched embedding); all are validated before any is stored.
+
+        Each item is a dict of :meth:`add`'s arguments (at least ``content``), ``memory_id``
+        included: a retried batch stores only what is not stored yet and returns every item, in
+        order, as stored. The whole batch is stored or none of it.
+        """
         ...
 
     def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:
-        """One memory of the user."""
+        """One memory of the user; ``NotFoundError`` if absent or another user's."""
         ...
 
     def get_all(
@@ -109,11 +119,19 @@ class MemoryAPI(Protocol):
         session_id: str | None = None,
         reference_time: datetime | str | None = None,
     ) -> list[ScoredMemory]:
-        """One ranked list across tiers, each hit with its score breakdown."""
+        """One ranked list across tiers by final score, each hit with its score breakdown.
+
+        ``query`` is a string or the conversation so far (``[{"role": "user", "content": ...}, ...]``
+        or ``(role, content)`` pairs): its human turns become the query (see
+        :mod:`hello_memory.language.queries`). Times the query names ("yesterday", "three weeks ago",
+        "上周二") are resolved against ``reference_time``, the moment it is asked (default: now; see
+        :mod:`hello_memory.language.timeref`): memories made then are preferred by
+        ``Settings.time_weight``, unlike ``time_range``, which excludes everything outside it.
+        """
         ...
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
-        """Every change of one memory, oldest first."""
+        """Every change of one memory, oldest first (empty after ``remove``)."""
         ...
 
     def update(
@@ -125,15 +143,26 @@ class MemoryAPI(Protocol):
         *,
         user_id: str | None = None,
     ) -> MemoryItem:
-        """Change content, importance and/or metadata."""
+        """Change content (re-embedded), importance and/or metadata (merged into the old dict).
+
+        All-or-nothing in embedded mode: when the vector index or the graph cannot take the change,
+        the memory stays exactly as it was (old content searchable, no history entry) and
+        ``StoreError`` is raised; the caller can simply retry. With records on a server, where each
+        record is committed when written, a failed graph write leaves the update committed and
+        raises ``IndexPendingError`` (see :mod:`hello_memory.core.unit`).
+        """
         ...
 
     def remove(self, memory_id: str, *, user_id: str | None = None) -> None:
-        """Delete a memory from every store (not restorable)."""
+        """Delete a memory from every store, history and graph edges included (not restorable).
+
+        Raises :class:`~hello_memory.errors.IndexPendingError` when the memory is deleted but its
+        vector or graph links could not be removed yet (completed on the next open).
+        """
         ...
 
     def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryItem:
-        """Undo a soft delete."""
+        """Undo a soft delete (``forget`` without ``purge``); all-or-nothing like :meth:`update`."""
         ...
 
     def forget(
@@ -147,7 +176,10 @@ class MemoryAPI(Protocol):
         user_id: str | None = None,
         purge: bool = False,
     ) -> ForgetReport:
-        """Forget by policy; restorable unless ``purge``."""
+        """Forget by ``importance_based``, ``time_based``, ``capacity_based`` or ``combined`` policy.
+
+        Restorable (:meth:`restore`) unless ``purge``; returns what was forgotten and why.
+        """
         ...
 
     def consolidate(
@@ -158,11 +190,16 @@ class MemoryAPI(Protocol):
         *,
         user_id: str | None = None,
     ) -> ConsolidateReport:
-        """Promote important memories to a longer-lived tier."""
+        """Promote important memories to a longer-lived tier, atomically and de-duplicated.
+
+        Only towards longer-lived tiers: working → episodic, working → semantic, episodic →
+        semantic. Any other pair (back towards working memory, or perceptual as source or target)
+        raises :class:`InvalidInputError` and changes nothing.
+        """
         ...
 
     def clear_all(self, user_id: str | None = None) -> int:
-        """Delete all of one user's memories; returns how many."""
+        """Delete all of one user's memories (never another user's); returns how many."""
         ...
 
     def forget_user(self, user_id: str) -> dict[str, int]:
@@ -174,7 +211,12 @@ class MemoryAPI(Protocol):
         ...
 
     def summary(self, limit: int = 10, *, user_id: str | None = None) -> str:
-        """A readable summary of the user's memories."""
+        """A readable summary: counts per tier, then the most important memories of each.
+
+        The memories are rendered as quoted evidence: one JSON-quoted line each inside a
+        ``<memory_evidence>`` block, so a stored ``assistant: ...`` line or ``<|im_start|>system``
+        reaches a model as data, never as chat structure.
+        """
         ...
 
     def build_context(
@@ -187,7 +229,7 @@ class MemoryAPI(Protocol):
         user_id: str | None = None,
         limit: int = 20,
     ) -> ContextBlock:
-        """Relevant memories rendered as labelled evidence within a token budget."""
+        """Relevant memories rendered as labelled evidence within a token budget (DESIGN §7)."""
         ...
 
     def close(self) -> None:

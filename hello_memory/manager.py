@@ -11,42 +11,56 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from hello_memory.core import MemoryCore, deletes, lifecycle, recovery, reports, retrieval, working, writes
+from hello_memory.core import (
+    MemoryCore,
+    deletes,
+    lifecycle,
+    recovery,
+    reports,
+    retrieval,
+    working,
+    writes,
+)
 from hello_memory.core import items as _items
-from hello_memory.core.prepare import embed, existing, prepare, prepare_update
+from hello_memory.core.opening import open_core
+from hello_memory.core.prepare import existing, prepare
 from hello_memory.embedders.base import Embedder
-from hello_memory.embedders.lazy import LazyEmbedder
-from hello_memory.errors import IndexPendingError, InvalidInputError, NotFoundError
+from hello_memory.errors import IndexPendingError, InvalidInputError
 from hello_memory.llm.base import LLMClient
+from hello_memory.manager_admin import ManagerAdmin
 from hello_memory.models import (
     ConsolidateReport,
     ForgetReport,
     HistoryEntry,
-    ImportReport,
     MemoryItem,
     MemoryStats,
     MemoryType,
-    ReindexReport,
     ScoredMemory,
 )
 from hello_memory.settings import Settings
 from hello_memory.stores.bundle import StoreBundle
 from hello_memory.stores.graph.base import GraphStore
-from hello_memory.stores.open import acquire, check_components, release, resolve_home
+from hello_memory.stores.open import acquire, check_components, check_settings, release
 from hello_memory.stores.records.base import RecordQuery, RecordStore
 from hello_memory.stores.vectors.base import VectorStore
-from hello_memory.validation import check_flag, check_id, check_limit, check_memory_type
+from hello_memory.validation import (
+    check_flag,
+    check_id,
+    check_limit,
+    check_memory_type,
+    check_tiers,
+)
 
 logger = logging.getLogger(__name__)
 
 
-class MemoryManager:
+class MemoryManager(ManagerAdmin):
     """Coordinates working, episodic, semantic and perceptual memory for one or many users.
 
     The façade validates arguments and delegates to the core (:mod:`hello_memory.core`), which
@@ -80,44 +94,20 @@ class MemoryManager:
         llm: LLMClient | None = None,
         record_store: RecordStore | None = None,
     ) -> None:
-        if settings is not None and not isinstance(settings, Settings):
-            raise InvalidInputError(
-                f"settings must be a Settings, got {type(settings).__name__}", field="settings"
-            )
-        settings = settings or Settings()
-        if home is not None:
-            settings = settings.model_copy(update={"home": resolve_home(home)})
+        settings = check_settings(settings, home)
         self.user_id = check_id(user_id, "user_id")
         check_components(
             embedder=embedder, vector_store=vector_store, graph_store=graph_store, llm=llm, record_store=record_store
         )
-        flags = {
-            MemoryType.WORKING: check_flag(enable_working, "enable_working"),
-            MemoryType.EPISODIC: check_flag(enable_episodic, "enable_episodic"),
-            MemoryType.SEMANTIC: check_flag(enable_semantic, "enable_semantic"),
-            MemoryType.PERCEPTUAL: check_flag(enable_perceptual, "enable_perceptual"),
-        }
-        self.enabled: tuple[MemoryType, ...] = tuple(t for t, on in flags.items() if on)
-        if not self.enabled:
-            raise InvalidInputError("enable at least one memory type")
+        self.enabled = check_tiers(
+            working=enable_working, episodic=enable_episodic, semantic=enable_semantic, perceptual=enable_perceptual
+        )
         self.llm = llm
         self._bundle: StoreBundle | None = acquire(
             settings, vectors=vector_store, graph=graph_store, records=record_store
         )
-        bundle = self._bundle
-        self.core = MemoryCore(
-            records=bundle.records,
-            dense=bundle.dense,
-            graph=bundle.graph,
-            embedder=LazyEmbedder.of(embedder) if embedder is not None else _lazy(settings),
-            llm=llm,
-            settings=settings,
-            enabled=self.enabled,
-            lock=bundle.lock,
-        )
         try:
-            bundle.bind_embedder(self.core.embedder)
-            recovery.recover(self.core, opening=True)
+            self.core = open_core(self._bundle, settings, self.enabled, embedder=embedder, llm=llm)
         except BaseException:
             self.close()
             raise
@@ -182,15 +172,7 @@ class MemoryManager:
         memory_id: str | None = None,
         **fields: Any,
     ) -> MemoryItem:
-        """Store one memory and return it (with its full UUID).
-
-        ``fields`` sets type-specific fields (``event_type``, ``tags``, ``source_path``, ...).
-        ``memory_id`` (a full UUID chosen by the caller) makes the call idempotent: a retry with the
-        same id and content returns the stored memory and stores nothing; the same id with other
-        content, type or user raises :class:`~hello_memory.errors.IdConflictError`.
-        Raises ``InvalidInputError`` for bad input and ``EmbeddingError``/``StoreError`` when a
-        backend fails — in every case nothing is stored.
-        """
+        """See :meth:`MemoryAPI.add <hello_memory.api.MemoryAPI.add>`."""
         core = self._open()
         item = _items.build_item(
             enabled=self.enabled,
@@ -208,12 +190,7 @@ class MemoryManager:
         return self._store([item])[0]
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
-        """Store many memories at once (batched embedding); all are validated before any is stored.
-
-        Each item is a dict of :meth:`add`'s arguments (at least ``content``), ``memory_id``
-        included: a retried batch stores only what is not stored yet and returns every item, in
-        order, as stored. The whole batch commits or none of it does.
-        """
+        """See :meth:`MemoryAPI.add_many <hello_memory.api.MemoryAPI.add_many>`."""
         core = self._open()
         return self._store(_items.build_items(items, enabled=self.enabled, now=core.now(), user=self._user))
 
@@ -230,16 +207,9 @@ class MemoryManager:
 
     # -- read -------------------------------------------------------------------------------
     def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:
-        """One memory of the user; ``NotFoundError`` if absent or another user's."""
-        core = self._open()
-        uid = self._user(user_id)
-        check_id(memory_id, "memory_id")
+        """See :meth:`MemoryAPI.get <hello_memory.api.MemoryAPI.get>`."""
         deleted_too = check_flag(include_deleted, "include_deleted")
-        stored = core.records.read(uid, [memory_id], include_deleted=deleted_too).get(memory_id)
-        found = None if stored is None else stored.item
-        if found is None or core.expired(found):
-            raise NotFoundError(f"no memory {memory_id!r} for user {uid!r}", object_id=memory_id)
-        return found
+        return writes.get(self._open(), self._user(user_id), check_id(memory_id, "memory_id"), deleted_too)
 
     def get_all(
         self,
@@ -249,7 +219,7 @@ class MemoryManager:
         limit: int | None = None,
         include_deleted: bool = False,
     ) -> list[MemoryItem]:
-        """The user's memories, newest first."""
+        """See :meth:`MemoryAPI.get_all <hello_memory.api.MemoryAPI.get_all>`."""
         core = self._open()
         uid = self._user(user_id)
         types = (check_memory_type(memory_type, self.enabled),) if memory_type is not None else self.enabled
@@ -273,15 +243,7 @@ class MemoryManager:
         session_id: str | None = None,
         reference_time: datetime | str | None = None,
     ) -> list[ScoredMemory]:
-        """One ranked list across tiers by final score, each hit with its score breakdown.
-
-        ``query`` is a string or the conversation so far (``[{"role": "user", "content": ...}, ...]``
-        or ``(role, content)`` pairs): its human turns become the query (see :mod:`hello_memory.language.queries`).
-        Times the query names ("yesterday", "three weeks ago", "上周二") are resolved against
-        ``reference_time``, the moment it is asked (default: now; see :mod:`hello_memory.language.timeref`):
-        memories made then are preferred by ``Settings.time_weight``, unlike ``time_range``, which
-        excludes everything outside it.
-        """
+        """See :meth:`MemoryAPI.search <hello_memory.api.MemoryAPI.search>`."""
         core = self._open()
         with core.lock:
             return retrieval.search(
@@ -298,7 +260,7 @@ class MemoryManager:
             )
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
-        """Every change of one memory, oldest first (empty after ``remove``)."""
+        """See :meth:`MemoryAPI.history <hello_memory.api.MemoryAPI.history>`."""
         return self._open().records.history(check_id(memory_id, "memory_id"), self._user(user_id))
 
     # -- change -----------------------------------------------------------------------------
@@ -311,47 +273,19 @@ class MemoryManager:
         *,
         user_id: str | None = None,
     ) -> MemoryItem:
-        """Change content (re-embedded), importance and/or metadata (merged into the old dict).
-
-        All-or-nothing: when the vector index or the graph cannot take the change, the memory stays
-        exactly as it was (old content searchable, no history entry) and ``StoreError`` is raised;
-        the caller can simply retry. See :mod:`hello_memory.core.unit` for why an update rolls back
-        rather than reporting "committed, index pending" (which only deletions do).
-        """
-        core = self._open()
-        uid = self._user(user_id)
-        prep = prepare_update(core, self.get(memory_id, user_id=uid), content, importance, metadata)
-        with core.lock:
-            current = self.get(memory_id, user_id=uid)
-            if not prep.fits(current):  # its content changed while we embedded: prepare again
-                prep = prepare_update(core, current, content, importance, metadata)
-            return writes.update(core, prep, current)
+        """See :meth:`MemoryAPI.update <hello_memory.api.MemoryAPI.update>`."""
+        memory_id = check_id(memory_id, "memory_id")
+        return writes.update_memory(self._open(), self._user(user_id), memory_id, content, importance, metadata)
 
     def remove(self, memory_id: str, *, user_id: str | None = None) -> None:
-        """Delete a memory from every store, history and graph edges included (not restorable).
-
-        Raises :class:`~hello_memory.errors.IndexPendingError` when the memory is deleted but its
-        vector or graph links could not be removed yet (completed on the next open).
-        """
+        """See :meth:`MemoryAPI.remove <hello_memory.api.MemoryAPI.remove>`."""
         core = self._open()
         with core.lock:
             deletes.remove(core, [self.get(memory_id, user_id=user_id, include_deleted=True)])
 
     def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryItem:
-        """Undo a soft delete (``forget`` without ``purge``); all-or-nothing like :meth:`update`."""
-        core = self._open()
-        uid = self._user(user_id)
-        item = self.get(memory_id, user_id=uid, include_deleted=True)
-        if item.deleted_at is None:
-            return item
-        vectors = embed(core, [item])  # embedding needs no lock
-        with core.lock:
-            current = self.get(memory_id, user_id=uid, include_deleted=True)
-            if current.deleted_at is None:
-                return current
-            if current.content != item.content:
-                vectors = embed(core, [current])
-            return writes.restore(core, current, vectors)
+        """See :meth:`MemoryAPI.restore <hello_memory.api.MemoryAPI.restore>`."""
+        return writes.restore_memory(self._open(), self._user(user_id), check_id(memory_id, "memory_id"))
 
     def recover(self) -> int:
         """Complete pending index work now (it also runs on open); returns how many operations.
@@ -372,7 +306,7 @@ class MemoryManager:
         user_id: str | None = None,
         purge: bool = False,
     ) -> ForgetReport:
-        """Forget by ``importance_based``, ``time_based``, ``capacity_based`` or ``combined`` policy."""
+        """See :meth:`MemoryAPI.forget <hello_memory.api.MemoryAPI.forget>`."""
         core = self._open()
         with core.lock:
             return lifecycle.forget(
@@ -394,18 +328,13 @@ class MemoryManager:
         *,
         user_id: str | None = None,
     ) -> ConsolidateReport:
-        """Promote important memories to a longer-lived tier, atomically and de-duplicated.
-
-        Only towards longer-lived tiers: working → episodic, working → semantic, episodic →
-        semantic. Any other pair (back towards working memory, or perceptual as source or target)
-        raises :class:`InvalidInputError` and changes nothing.
-        """
+        """See :meth:`MemoryAPI.consolidate <hello_memory.api.MemoryAPI.consolidate>`."""
         core = self._open()
         with core.lock:
             return lifecycle.consolidate(core, from_type, to_type, importance_threshold, user_id=self._user(user_id))
 
     def clear_all(self, user_id: str | None = None) -> int:
-        """Delete all of one user's memories (never another user's); returns how many."""
+        """See :meth:`MemoryAPI.clear_all <hello_memory.api.MemoryAPI.clear_all>`."""
         core = self._open()
         uid = self._user(user_id)
         with core.lock:
@@ -418,7 +347,7 @@ class MemoryManager:
             return len(found)
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        """Remove everything of ``user_id`` from every store; returns per-store counts."""
+        """See :meth:`MemoryAPI.forget_user <hello_memory.api.MemoryAPI.forget_user>`."""
         core = self._open()
         uid = check_id(user_id, "user_id")
         with core.lock:
@@ -426,16 +355,11 @@ class MemoryManager:
 
     # -- reports ----------------------------------------------------------------------------
     def stats(self, *, user_id: str | None = None) -> MemoryStats:
-        """Counts per tier, deleted count, graph size and the backends in use."""
+        """See :meth:`MemoryAPI.stats <hello_memory.api.MemoryAPI.stats>`."""
         return reports.stats(self._open(), self._user(user_id))
 
     def summary(self, limit: int = 10, *, user_id: str | None = None) -> str:
-        """A readable summary: counts per tier, then the most important memories of each.
-
-        The memories are rendered as quoted evidence (:func:`hello_memory.context.render_items`):
-        one JSON-quoted line each inside a ``<memory_evidence>`` block, so a stored ``assistant: ...``
-        line or ``<|im_start|>system`` reaches a model as data, never as chat structure.
-        """
+        """See :meth:`MemoryAPI.summary <hello_memory.api.MemoryAPI.summary>`."""
         return reports.summary(self._open(), check_limit(limit), self._user(user_id))
 
     def build_context(
@@ -448,7 +372,7 @@ class MemoryManager:
         user_id: str | None = None,
         limit: int = 20,
     ) -> Any:
-        """Relevant memories rendered as labelled evidence within a token budget (DESIGN §7)."""
+        """See :meth:`MemoryAPI.build_context <hello_memory.api.MemoryAPI.build_context>`."""
         from hello_memory.context import build_context
 
         return build_context(
@@ -461,37 +385,3 @@ class MemoryManager:
             limit=limit,
         )
 
-    # -- whole stores: moving and repairing (what `hello-memory export --full / import / reindex` call) ----
-    def export_lines(self, *, vectors: bool = True, users: Sequence[str] | None = None) -> Iterator[str]:
-        """Every user's memories (or ``users``'), with history and vectors, as JSON Lines.
-
-        The format is described in :mod:`hello_memory.core.transfer`; :meth:`import_lines` reads it
-        back in either mode (a data directory or servers).
-        """
-        from hello_memory.core.transfer import export_lines
-
-        chosen = None if users is None else [check_id(u, "users") for u in users]
-        return export_lines(self._open(), vectors=check_flag(vectors, "vectors"), users=chosen)
-
-    def import_lines(self, lines: Iterable[str], *, reembed: bool = False) -> ImportReport:
-        """Import an export written by :meth:`export_lines`; idempotent (see :mod:`hello_memory.core.transfer`)."""
-        from hello_memory.core.transfer import import_lines
-
-        return import_lines(self._open(), lines, reembed=check_flag(reembed, "reembed"))
-
-    def reindex_graph(self, user_id: str | None = None) -> ReindexReport:
-        """Rebuild the knowledge graph of one user (or of every user) from the records."""
-        from hello_memory.core.reindex import rebuild_graph
-
-        return rebuild_graph(self._open(), None if user_id is None else check_id(user_id, "user_id"))
-
-
-def _lazy(settings: Settings) -> LazyEmbedder:
-    """The settings' embedder, built on first use (opening a memory loads no model)."""
-
-    def build() -> Embedder:
-        from hello_memory.embedders.factory import make_embedder
-
-        return make_embedder(settings)
-
-    return LazyEmbedder(build, label=settings.resolved_embedder())

@@ -273,3 +273,17 @@ def check_progress(progress: object) -> None:
         raise error from None
     except ValueError:  # no signature to check (a builtin): taken as it is
         pass
+
+
+def check_tiers(*, working: Any, episodic: Any, semantic: Any, perceptual: Any) -> tuple[MemoryType, ...]:
+    """The tiers a memory serves, from its ``enable_*`` flags (strict booleans; at least one)."""
+    flags = {
+        MemoryType.WORKING: check_flag(working, "enable_working"),
+        MemoryType.EPISODIC: check_flag(episodic, "enable_episodic"),
+        MemoryType.SEMANTIC: check_flag(semantic, "enable_semantic"),
+        MemoryType.PERCEPTUAL: check_flag(perceptual, "enable_perceptual"),
+    }
+    enabled = tuple(t for t, on in flags.items() if on)
+    if not enabled:
+        raise InvalidInputError("enable at least one memory type")
+    return enabled

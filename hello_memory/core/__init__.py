@@ -59,3 +59,4 @@ class MemoryCore:
     def expired(self, item: MemoryItem) -> bool:
         """True when a working memory outlived its TTL."""
         return item.memory_type == MemoryType.WORKING and self.now() - item.created_at > self.ttl
+

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from hello_memory.core import MemoryCore, semantic, working
-from hello_memory.core.prepare import Prepared, PreparedUpdate, existing
+from hello_memory.core.prepare import Prepared, PreparedUpdate, embed, existing, prepare_update
 from hello_memory.core.unit import by_user, commit, index_step, marker, put_back, unindex
 from hello_memory.errors import NotFoundError, WriteConflictError
 from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
@@ -66,6 +66,42 @@ def insert(
             for uid in {it.user_id for it in items if it.memory_type == MemoryType.WORKING}:
                 working.enforce_working_limits(core, uid)
     return [known.get(it.id, it) for it in prepared.items]
+
+
+def get(core: MemoryCore, user_id: str, memory_id: str, include_deleted: bool = False) -> MemoryItem:
+    """One memory of the user; ``NotFoundError`` if absent, another user's, or an expired working one."""
+    stored = core.records.read(user_id, [memory_id], include_deleted=include_deleted).get(memory_id)
+    if stored is None or core.expired(stored.item):
+        raise NotFoundError(f"no memory {memory_id!r} for user {user_id!r}", object_id=memory_id)
+    return stored.item
+
+
+def update_memory(
+    core: MemoryCore, user_id: str, memory_id: str, content: Any, importance: Any, metadata: Any
+) -> MemoryItem:
+    """validate → embed the new content (no lock) → lock → :func:`update` (prepared again if the
+    memory's content changed while it embedded)."""
+    prep = prepare_update(core, get(core, user_id, memory_id), content, importance, metadata)
+    with core.lock:
+        now = get(core, user_id, memory_id)
+        if not prep.fits(now):
+            prep = prepare_update(core, now, content, importance, metadata)
+        return update(core, prep, now)
+
+
+def restore_memory(core: MemoryCore, user_id: str, memory_id: str) -> MemoryItem:
+    """Embed a forgotten memory (no lock) → lock → :func:`restore`; a live one comes back as it is."""
+    item = get(core, user_id, memory_id, include_deleted=True)
+    if item.deleted_at is None:
+        return item
+    vectors = embed(core, [item])
+    with core.lock:
+        now = get(core, user_id, memory_id, include_deleted=True)
+        if now.deleted_at is None:
+            return now
+        if now.content != item.content:
+            vectors = embed(core, [now])
+        return restore(core, now, vectors)
 
 
 def current(core: MemoryCore, item: MemoryItem, *, deleted: bool = False) -> StoredRecord:

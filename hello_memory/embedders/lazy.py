@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from hello_memory.embedders.base import Embedder, Vectors
+
+if TYPE_CHECKING:
+    from hello_memory.settings import Settings
 
 
 class LazyEmbedder:
@@ -35,6 +39,17 @@ class LazyEmbedder:
         lazy = cls(lambda: embedder, label=embedder.name)
         lazy._embedder = embedder
         return lazy
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LazyEmbedder:
+        """The embedder ``settings`` configure, built on first use (opening a memory loads no model)."""
+
+        def build() -> Embedder:
+            from hello_memory.embedders.factory import make_embedder
+
+            return make_embedder(settings)
+
+        return cls(build, label=settings.resolved_embedder())
 
     @property
     def loaded(self) -> bool:

@@ -60,6 +60,14 @@ def resolve_home(value: Any) -> Path:
         raise StoreError(f"cannot use {text!r} as the data directory: {e}") from e
 
 
+def check_settings(settings: Any, home: Any = None) -> Any:
+    """``settings`` (a ``Settings``, ``None`` = from the environment) with ``home`` applied, if given."""
+    if settings is not None and not isinstance(settings, Settings):
+        raise InvalidInputError(f"settings must be a Settings, got {type(settings).__name__}", field="settings")
+    settings = settings or Settings()
+    return settings if home is None else settings.model_copy(update={"home": resolve_home(home)})
+
+
 def _path_error(home: Path, e: OSError) -> StoreError:
     if e.errno == errno.ENOSPC:
         return DiskFullError(str(home))

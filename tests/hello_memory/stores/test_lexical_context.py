@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hello_memory import MemoryManager, Settings
-from hello_memory.core import writes as indexing
+from hello_memory.core.deletes import soft_delete
 from hello_memory.language.text import lexical_tokens
 from hello_memory.stores.records import sqlite_lexical
 from hello_memory.stores.records.sqlite import SQLiteRecordStore
@@ -204,7 +204,7 @@ def _random_operations(mm: MemoryManager, rnd: random.Random, steps: int) -> Ite
             mm.update(mid, content=f"{rnd.choice(WORDS)} changed {step}")
         elif op < 0.9:
             mid = rnd.choice(live)
-            indexing.soft_delete(mm, [mm.get(mid)], "test")
+            soft_delete(mm.core, [mm.get(mid)], "test")
             live.remove(mid)
             deleted.append(mid)
         elif deleted:
