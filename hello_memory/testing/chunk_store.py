@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
@@ -34,23 +34,14 @@ class Killed(BaseException):
     """The process dies here (not an Exception: nothing may catch it)."""
 
 
+@dataclass
 class FakePassages:
     """A :class:`~hello_memory.stores.chunks.base.PassageEncoder`: one passage per chunk, its text's
     :func:`~hello_memory.testing.fake_embedder.fake_vector` (what :func:`document` writes)."""
 
-    def __init__(self, dimension: int = DIM) -> None:
-        self._dimension = dimension
-        self.embedded: list[str] = []
-
-    @property
-    def name(self) -> str:
-        """``"fake"``."""
-        return "fake"
-
-    @property
-    def dimension(self) -> int:
-        """The vector length."""
-        return self._dimension
+    name: str = "fake"
+    dimension: int = DIM
+    embedded: list[str] = field(default_factory=list)  # every text embedded, in order
 
     def texts(self, chunk: ChunkRecord) -> list[str]:
         """The chunk's text, as one passage."""
@@ -59,7 +50,7 @@ class FakePassages:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Fake vectors of ``texts`` (recorded in :attr:`embedded`)."""
         self.embedded += texts
-        return np.vstack([fake_vector(t, self._dimension) for t in texts])
+        return np.vstack([fake_vector(t, self.dimension) for t in texts])
 
 
 def chunk_uuid(namespace: str, document_id: str, index: int, text: str) -> str:

@@ -34,6 +34,7 @@ Semantics (the same in both modes):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -46,6 +47,7 @@ from hello_memory.errors import InvalidInputError, StoreError
 from hello_memory.stores.records.base import PendingOp
 from hello_memory.stores.vectors.rules import is_canonical_uuid
 
+logger = logging.getLogger(__name__)
 MAX_PASSAGES = 16  # passages of one chunk, at most (a longer chunk gets longer passages)
 
 
@@ -210,3 +212,13 @@ def write_failed(document_id: str, replaced: bool, error: Exception) -> StoreErr
     """The error of a failed :meth:`ChunkStore.put_document`, saying what was kept."""
     kept = "its earlier version is kept" if replaced else "nothing of it was kept"
     return StoreError(f"indexing {document_id!r} failed; {kept}: {error}")
+
+
+def log_recovery(pending: PendingDocument) -> None:
+    """Say which interrupted write recovery finishes or undoes (a process died in the middle of it)."""
+    logger.warning(
+        "recovering interrupted %s of document %s in namespace %s",
+        pending.op.value,
+        pending.document_id,
+        pending.namespace,
+    )

@@ -42,7 +42,13 @@ from typing import Any
 import numpy.typing as npt
 
 from hello_memory.errors import InvalidInputError, StoreError
-from hello_memory.stores.chunks.base import ChunkRecord, DocumentRecord, PendingDocument, write_failed
+from hello_memory.stores.chunks.base import (
+    ChunkRecord,
+    DocumentRecord,
+    PendingDocument,
+    log_recovery,
+    write_failed,
+)
 from hello_memory.stores.chunks.qdrant_codec import (
     CHUNK_FIELDS,
     CHUNKS,
@@ -187,12 +193,7 @@ class QdrantChunkStore:
         """Finish or undo document writes and deletions a crashed worker left (any worker's)."""
         pending = self.unsettled()
         for p in pending:
-            logger.warning(
-                "recovering interrupted %s of document %s in namespace %s",
-                p.op.value,
-                p.document_id,
-                p.namespace,
-            )
+            log_recovery(p)
             if p.op == PendingOp.UNINDEX:
                 self.remove_document(p.namespace, p.document_id)
             else:

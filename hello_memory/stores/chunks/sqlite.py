@@ -42,6 +42,7 @@ from hello_memory.stores.chunks.base import (
     PassageEncoder,
     PendingDocument,
     check_chunks,
+    log_recovery,
     write_failed,
 )
 from hello_memory.stores.chunks.passage_index import PassageIndex
@@ -156,12 +157,7 @@ class SQLiteChunkStore(SQLiteDatabase):
         """Finish or undo document writes a killed process left in the journal; upgrade a legacy index."""
         pending = self.unsettled()
         for p in pending:
-            logger.warning(
-                "recovering interrupted %s of document %s in namespace %s",
-                p.op.value,
-                p.document_id,
-                p.namespace,
-            )
+            log_recovery(p)
             if p.op == PendingOp.INDEX and self.has_document(p.namespace, p.document_id):
                 # The rows are the truth (the old version, or the new one once swapped): never drop them.
                 self._passages.reconcile(p.namespace, p.document_id, self._rows(p.namespace, p.document_id))
