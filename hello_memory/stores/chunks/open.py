@@ -30,11 +30,12 @@ def open_chunk_store(bundle: StoreBundle, passages: PassageEncoder, *, prefix: s
         StoreError: server mode whose record store has no Qdrant client to share.
     """
     key = f"rag:{passages.name}:{passages.dimension}"
-    store: ChunkStore | None = bundle.extras.get(key)
-    if store is None:
-        store = _open(bundle, passages, prefix)
-        bundle.extras[key] = store
-    return store
+    with bundle.lock:  # pipelines opened by several threads share one store
+        store: ChunkStore | None = bundle.extras.get(key)
+        if store is None:
+            store = _open(bundle, passages, prefix)
+            bundle.extras[key] = store
+        return store
 
 
 def _open(bundle: StoreBundle, passages: PassageEncoder, prefix: str) -> ChunkStore:
