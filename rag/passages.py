@@ -23,39 +23,31 @@ passages of 21,000 characters each); see ``tests/rag/test_pathological.py`` for 
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from hello_memory.embedders.base import Embedder
 from hello_memory.language.text import iter_token_spans
+from hello_memory.stores.chunks.base import MAX_PASSAGES, ChunkRecord
 
+__all__ = [
+    "MAX_PASSAGES",
+    "PASSAGE_TOKENS",
+    "PassageEmbedder",
+    "bounded",
+    "chunk_passages",
+    "embed_text",
+    "passages",
+]
 PASSAGE_TOKENS = 128  # estimated tokens (a CJK character or a word each) per embedded passage
-MAX_PASSAGES = 16  # per chunk: a longer chunk gets longer passages
 MAX_RUN_CHARS = 64  # of an unbroken run, the model sees this many characters (the chunker's token)
 CHARS_PER_TOKEN = 16  # embedded characters per token of the passage budget, at most (~2.5x English)
-_PASSAGE_NAMESPACE = uuid.UUID("0b8f7d2e-3c41-4d6a-9e85-7a2c61f4b0d3")
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkRef:
-    """What indexing needs of a chunk, from the chunker (ingest) or from SQLite (recovery)."""
-
-    chunk_id: str
-    text: str
-    start: int
-    end: int
-    heading_path: str
-    language: str
-
-
-@dataclass(frozen=True, slots=True)
-class Passage:
-    """One point of the vector index: its id, the embedded text and the payload."""
-
-    id: str
-    text: str  # the embedded text: heading path + passage
-    payload: dict[str, Any]
+PROGRESS_MIN_PASSAGES = 64  # a progress bar from this many passages up
+Progress = Callable[[int, int], object]
+"""Called with (passages embedded, passages in all) after every embedding batch."""
 
 
 def _split(text: str) -> tuple[list[str], int]:
@@ -107,40 +99,62 @@ def passages(text: str) -> list[str]:
     return [bounded(p, budget * CHARS_PER_TOKEN) for p in parts]
 
 
-def passage_id(chunk_id: str, index: int) -> str:
-    """Idempotent id of a chunk's ``index``-th passage in the vector index."""
-    return str(uuid.uuid5(_PASSAGE_NAMESPACE, f"{chunk_id}\x1f{index}"))
-
-
 def embed_text(heading_path: str, text: str) -> str:
     """What is embedded for a chunk: its heading path gives the chunk its context."""
     return f"{heading_path}\n{text}" if heading_path else text
 
 
-def payload(
-    namespace: str, document_id: str, chunk: str, start: int, end: int, language: str
-) -> dict[str, Any]:
-    """Vector payload of a passage: its chunk, filter keys and the chunk's offsets; never document
-    text (headings, file paths).
+def chunk_passages(heading_path: str, text: str) -> list[str]:
+    """The embedded texts of a chunk's passages: each passage under the chunk's heading path."""
+    return [embed_text(heading_path, part) for part in passages(text)]
 
-    SQLite is the source of truth for the text; keeping it out of the vector index means a
-    deleted document's words cannot linger in vector segments or their write-ahead log.
+
+@dataclass(frozen=True, slots=True)
+class PassageEmbedder:
+    """The :class:`~hello_memory.stores.chunks.base.PassageEncoder` of RAG: :func:`chunk_passages`
+    embedded by ``embedder`` in batches of ``batch_size`` (provider limits), with progress.
+
+    Example:
+        >>> from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
+        >>> PassageEmbedder(DeterministicFakeEmbedder(dimension=8), batch_size=2).embed(["a", "b", "c"]).shape
+        (3, 8)
     """
-    return {
-        "namespace": namespace,
-        "document_id": document_id,
-        "chunk_id": chunk,
-        "start": start,
-        "end": end,
-        "language": language,
-    }
 
+    embedder: Embedder
+    batch_size: int
 
-def of_chunks(namespace: str, document_id: str, refs: Sequence[ChunkRef]) -> list[Passage]:
-    """Every passage of ``refs``, with its id and payload."""
-    out = []
-    for ref in refs:
-        data = payload(namespace, document_id, ref.chunk_id, ref.start, ref.end, ref.language)
-        for i, part in enumerate(passages(ref.text)):
-            out.append(Passage(passage_id(ref.chunk_id, i), embed_text(ref.heading_path, part), data))
-    return out
+    @property
+    def name(self) -> str:
+        """The embedder's name."""
+        return self.embedder.name
+
+    @property
+    def dimension(self) -> int:
+        """The embedder's dimension."""
+        return self.embedder.dimension
+
+    def texts(self, chunk: ChunkRecord) -> list[str]:
+        """The embedded texts of a stored chunk's passages."""
+        return chunk_passages(chunk.heading_path, chunk.text)
+
+    def embed(self, texts: Sequence[str], progress: Progress | None = None) -> npt.NDArray[np.float32]:
+        """Passage vectors of ``texts``; ``progress(done, total)`` after every batch."""
+        parts = []
+        bar = None
+        if len(texts) >= PROGRESS_MIN_PASSAGES:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(texts), desc="embedding passages", unit="passage", leave=False)
+        try:
+            for start in range(0, len(texts), self.batch_size):
+                parts.append(
+                    self.embedder.embed(list(texts[start : start + self.batch_size]), kind="passage")
+                )
+                if bar is not None:
+                    bar.update(len(parts[-1]))
+                if progress is not None:
+                    progress(min(start + self.batch_size, len(texts)), len(texts))
+        finally:
+            if bar is not None:
+                bar.close()
+        return np.vstack(parts) if parts else np.zeros((0, self.embedder.dimension), dtype=np.float32)

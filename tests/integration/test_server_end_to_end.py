@@ -87,9 +87,9 @@ def test_rag_pipeline_runs_on_qdrant_beside_the_memory_manager(server_settings, 
         answer = rag.ask("How is the password reset link sent?")
         assert answer.mode == "extractive" and answer.grounded
         assert "email within five minutes" in answer.answer
-        assert rag.store.store.residue("kb")["chunks"] == report.chunks
+        assert rag.store.residue("kb")["chunks"] == report.chunks
         assert rag.delete_document("guide") == report.chunks
-        assert rag.store.store.residue("kb") == {"documents": 0, "chunks": 0}
+        assert rag.store.residue("kb") == {"documents": 0, "chunks": 0}
     assert not server_settings.home.exists()
 
 

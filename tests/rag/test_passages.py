@@ -9,11 +9,11 @@ import pytest
 
 from hello_memory import Settings
 from hello_memory.language.text import estimate_tokens
+from hello_memory.stores.chunks.passage_index import COLLECTION, LEGACY_COLLECTION, passage_id
 from hello_memory.stores.vectors.base import Filter, VectorPoint
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder, fake_vector
-from rag import RAGPipeline, indexer
-from rag.indexer import LEGACY_COLLECTION, MAX_PASSAGES, PASSAGE_TOKENS, passages
-from rag.pipeline import COLLECTION
+from rag import RAGPipeline, retrieval
+from rag.passages import MAX_PASSAGES, PASSAGE_TOKENS, passages
 
 EN = "\n\n".join(
     f"Paragraph {i} explains topic number {i} in plain words. It has a second sentence about item {i}."
@@ -56,25 +56,25 @@ def test_a_long_chunk_is_found_by_its_best_passage(fake_pipeline):
     p = fake_pipeline
     report = p.add_text(EN, document_id="guide")
     assert report.chunks == 1
-    (chunk,) = p.store.chunks("kb").values()
-    parts = passages(chunk[4])
-    points = p.bundle.vectors.get(COLLECTION, [indexer.passage_id(chunk[0], i) for i in range(len(parts))])
-    assert len(points) == len(parts) > 1 and {pt.payload["chunk_id"] for pt in points} == {chunk[0]}
+    (chunk,) = p.store.get_chunks("kb").values()
+    parts = passages(chunk.text)
+    points = p.bundle.vectors.get(COLLECTION, [passage_id(chunk.chunk_id, i) for i in range(len(parts))])
+    assert len(points) == len(parts) > 1 and {pt.payload["chunk_id"] for pt in points} == {chunk.chunk_id}
     # The fake embedder scores only an exact text 1.0: the third passage, asked verbatim, is found.
     hit = p.search(parts[2], limit=1).hits[0]
-    assert hit.chunk_id == chunk[0] and hit.breakdown["dense"] == pytest.approx(1.0, abs=1e-5)
-    assert hit.text == chunk[4]  # search still returns (and cites) the whole chunk
+    assert hit.chunk_id == chunk.chunk_id and hit.breakdown["dense"] == pytest.approx(1.0, abs=1e-5)
+    assert hit.text == chunk.text  # search still returns (and cites) the whole chunk
 
 
 def test_lexical_only_candidates_get_their_best_passage_cosine(fake_pipeline):
     p = fake_pipeline
     p.add_text(EN, document_id="guide")
-    (chunk,) = p.store.chunks("kb").values()
+    (chunk,) = p.store.get_chunks("kb").values()
     q = fake_vector("some query", 32)
     dense: dict[str, float] = {}
-    indexer.fill_dense(p, q, dense, {chunk[0]: 1.0})
-    expected = max(float(np.dot(fake_vector(t, 32), q)) for t in passages(chunk[4]))
-    assert dense[chunk[0]] == pytest.approx(expected, abs=1e-5)
+    retrieval.fill_dense(p.core, q, dense, {chunk.chunk_id: 1.0})
+    expected = max(float(np.dot(fake_vector(t, 32), q)) for t in passages(chunk.text))
+    assert dense[chunk.chunk_id] == pytest.approx(expected, abs=1e-5)
 
 
 def test_deleting_a_document_removes_every_passage(fake_pipeline):
@@ -109,8 +109,8 @@ def test_an_index_of_one_vector_per_chunk_is_upgraded_on_open(tmp_path):
         assert LEGACY_COLLECTION not in p.bundle.vectors.collections()
         assert p.bundle.vectors.count(COLLECTION) == expected
         assert p.bundle.vectors.count(COLLECTION, Filter(equals={"namespace": "other"})) == 1
-        (chunk,) = p.store.chunks("kb").values()
-        assert p.search(passages(chunk[4])[1], limit=1).hits[0].chunk_id == chunk[0]
+        (chunk,) = p.store.get_chunks("kb").values()
+        assert p.search(passages(chunk.text)[1], limit=1).hits[0].chunk_id == chunk.chunk_id
     finally:
         p.close()
 

@@ -9,12 +9,12 @@ import pytest
 
 from hello_memory.context import quote
 from hello_memory.errors import ConversionError, EmbeddingError, InvalidInputError, NotFoundError
+from hello_memory.stores.chunks.passage_index import COLLECTION
 from hello_memory.stores.vectors.base import Filter
 from hello_memory.testing.fake_embedder import FailingEmbedder
 from hello_memory.testing.fake_llm import FailingLLM, ScriptedLLM
 from rag import RAGPipeline
 from rag.expansion import merge, pool_sizes
-from rag.pipeline import COLLECTION
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DOC_ZH = (DATA / "ch8_zh.md").read_text(encoding="utf-8")
@@ -44,9 +44,9 @@ def test_readding_a_document_replaces_its_chunks(pipeline):
 
 def test_chunk_ids_are_idempotent(pipeline):
     pipeline.add_text(DOC_EN, document_id="guide")
-    ids1 = sorted(pipeline.store.chunks("kb"))
+    ids1 = sorted(pipeline.store.get_chunks("kb"))
     pipeline.add_text(DOC_EN, document_id="guide")
-    assert sorted(pipeline.store.chunks("kb")) == ids1
+    assert sorted(pipeline.store.get_chunks("kb")) == ids1
     assert all(len(i) == 36 for i in ids1)
 
 
@@ -64,7 +64,7 @@ def test_namespaces_are_isolated(rag_settings, embedder):
         a.delete_document("ch8")
     assert a.clear() > 0
     assert b.stats().documents == 1 and b.search("HyDE 假设答案").hits
-    assert a.store.residue("a") == {"documents": 0, "chunks": 0, "pending": 0, "lexical": 0}
+    assert a.store.residue("a") == {"documents": 0, "chunks": 0, "pending": 0, "lexical": 0, "passages": 0}
     a.close()
     b.close()
 
@@ -74,7 +74,7 @@ def test_delete_document_leaves_no_residue(pipeline):
     pipeline.add_text(DOC_ZH, document_id="ch8")
     n = pipeline.delete_document("guide")
     assert n > 0
-    assert pipeline.store.residue("kb", "guide") == {"documents": 0, "chunks": 0, "pending": 0}
+    assert pipeline.store.residue("kb", "guide") == {"documents": 0, "chunks": 0, "pending": 0, "passages": 0}
     from hello_memory.stores.vectors.base import Filter
 
     assert pipeline.bundle.vectors.count(COLLECTION, Filter(equals={"document_id": "guide"})) == 0
@@ -212,12 +212,12 @@ def test_interrupted_ingest_is_completed_on_open(rag_settings, embedder):
     expected = p.bundle.vectors.count(COLLECTION)
     assert expected >= report.chunks
     p.bundle.vectors.delete_where(COLLECTION, Filter(equals={"document_id": "guide"}))
-    with p.store.transaction() as conn:  # simulate a crash between SQLite commit and vector write
-        p.store.set_pending(conn, "kb", "guide", "index")
+    with p.sqlite_store.transaction() as conn:  # simulate a crash between SQLite commit and vector write
+        conn.execute("INSERT INTO pending VALUES ('kb', 'guide', 'index')")
     p.close()
     p = RAGPipeline(rag_settings, namespace="kb", embedder=embedder)
     assert [d.document_id for d in p.list_documents()] == ["guide"]
-    assert p.bundle.vectors.count(COLLECTION) == expected and p.store.pending() == []
+    assert p.bundle.vectors.count(COLLECTION) == expected and p.store.unsettled() == []
     assert p.search("password reset").hits
     p.close()
 

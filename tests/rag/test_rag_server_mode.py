@@ -63,15 +63,15 @@ def test_a_write_killed_before_publishing_is_finished_by_the_next_pipeline(
 
     with RAGPipeline(settings, namespace="kb") as rag:
         rag.add_text("First version of the guide.", document_id="guide")
-        chunks = rag.store.store  # type: ignore[union-attr]
+        chunks = rag.store
         with monkeypatch.context() as patch:
             patch.setattr(chunks, "_commit", killed)
             with pytest.raises(SystemExit):
                 rag.add_text(GUIDE, document_id="guide")
-        assert [c[4] for c in rag.store.chunks("kb").values()] == ["First version of the guide."]
+        assert [c.text for c in rag.store.get_chunks("kb").values()] == ["First version of the guide."]
         rag.bundle.extras.clear()  # a fresh worker on the same Qdrant: recovery runs when it opens
         with RAGPipeline(settings, namespace="kb") as again:
             (doc,) = again.list_documents()
-            texts = [c[4] for c in again.store.chunks("kb").values()]
+            texts = [c.text for c in again.store.get_chunks("kb").values()]
             assert doc.chunks == len(texts) > 1 and "First version of the guide." not in texts
-            assert again.store.store.unsettled() == []  # type: ignore[union-attr]
+            assert again.store.unsettled() == []

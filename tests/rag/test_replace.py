@@ -8,11 +8,11 @@ import pytest
 
 from hello_memory import Settings
 from hello_memory.errors import StoreError
+from hello_memory.stores.chunks.passage_index import COLLECTION, passage_id
 from hello_memory.stores.vectors.base import Filter
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from rag import RAGPipeline, indexer
-from rag.passages import passage_id, passages
-from rag.pipeline import COLLECTION
+from rag.passages import passages
 
 V1 = "\n\n".join(f"Version one paragraph {i} about the quartz garden and its gate." for i in range(40))
 V2 = "\n\n".join(f"Version two paragraph {i} about the copper bridge and its tolls." for i in range(40))
@@ -35,8 +35,8 @@ def rag(settings):
 
 
 def expected_points(p: RAGPipeline, document_id: str) -> set[str]:
-    rows = p.store.chunks(p.namespace, document_id=document_id).values()
-    return {passage_id(r[0], i) for r in rows for i in range(len(passages(r[4])))}
+    rows = p.store.get_chunks(p.namespace, document_id=document_id).values()
+    return {passage_id(r.chunk_id, i) for r in rows for i in range(len(passages(r.text)))}
 
 
 def stored_points(p: RAGPipeline, document_id: str) -> set[str]:
@@ -47,14 +47,14 @@ def assert_version_one(p: RAGPipeline) -> None:
     """V1 is the document, whole: rows, passages (no more, no less), dense and lexical search."""
     (doc,) = p.list_documents()
     assert doc.document_id == "guide"
-    texts = [r[4] for r in p.store.chunks("kb").values()]
+    texts = [r.text for r in p.store.get_chunks("kb").values()]
     assert texts and all(t.startswith("Version one") for t in texts)
     assert stored_points(p, "guide") == expected_points(p, "guide")
     # The fake embedder scores an exact text 1.0: a V1 chunk asked verbatim is found densely.
     hit = p.search(texts[3], limit=1).hits[0]
     assert hit.text == texts[3] and hit.breakdown["dense"] == pytest.approx(1.0, abs=1e-5)
     assert all(h.text.startswith("Version one") for h in p.search("copper bridge tolls", limit=5).hits)
-    assert p.store.pending() == []
+    assert p.store.unsettled() == []
 
 
 def _failing_upserts(monkeypatch: pytest.MonkeyPatch, p: RAGPipeline, *, partial: bool = False) -> None:
@@ -87,7 +87,7 @@ def test_a_readd_whose_row_swap_fails_keeps_the_earlier_version(rag, monkeypatch
     def full(*args, **kwargs):
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr(rag.store, "insert_chunk", full)
+    monkeypatch.setattr(rag.store, "_insert_chunk", full)
     with pytest.raises(StoreError, match="earlier version is kept"):
         rag.add_text(V2, document_id="guide")
     monkeypatch.undo()
@@ -112,7 +112,7 @@ def test_a_new_document_whose_vector_write_fails_leaves_nothing(rag, monkeypatch
     monkeypatch.undo()
     assert [d.document_id for d in rag.list_documents()] == ["guide"]
     assert stored_points(rag, "other") == set() and rag.store.residue("kb", "other") == {
-        "documents": 0, "chunks": 0, "pending": 0,
+        "documents": 0, "chunks": 0, "pending": 0, "passages": 0,
     }
     assert_version_one(rag)
 
@@ -127,19 +127,19 @@ def test_a_readd_killed_midway_is_reconciled_on_open(settings, monkeypatch, wher
         raise Killed
 
     if where == "after-vectors":  # new passages written, rows not swapped
-        monkeypatch.setattr(p.store, "delete_document_rows", die)
+        monkeypatch.setattr(p.store, "_delete_rows", die)
     else:  # rows swapped, old passages not deleted yet
-        monkeypatch.setattr(indexer, "_settle", die)
+        monkeypatch.setattr(p.store, "_settle", die)
     with pytest.raises(Killed):
         p.add_text(V2, document_id="guide")
     monkeypatch.undo()
-    assert p.store.pending() != []
+    assert p.store.unsettled() != []
     p.close()
     p = RAGPipeline(settings, namespace="kb", embedder=embedder)
     try:
-        assert p.store.pending() == []
+        assert p.store.unsettled() == []
         assert stored_points(p, "guide") == expected_points(p, "guide")
-        texts = [r[4] for r in p.store.chunks("kb").values()]
+        texts = [r.text for r in p.store.get_chunks("kb").values()]
         assert all(t.startswith("Version one" if where == "after-vectors" else "Version two") for t in texts)
         assert p.search(texts[0], limit=1).hits[0].breakdown["dense"] == pytest.approx(1.0, abs=1e-5)
     finally:
@@ -151,11 +151,11 @@ def test_recovery_of_a_legacy_journal_embeds_only_what_is_missing(rag):
     rag.add_text(V1, document_id="guide")
     points = sorted(stored_points(rag, "guide"))
     rag.bundle.vectors.delete(COLLECTION, points[:3])  # killed while writing the vectors
-    with rag.store.transaction() as conn:
-        rag.store.set_pending(conn, "kb", "guide", "index")
+    with rag.sqlite_store.transaction() as conn:
+        conn.execute("INSERT INTO pending VALUES ('kb', 'guide', 'index')")
     embedded: list[int] = []
     real = rag.embedder.embed
     rag.embedder.embed = lambda texts, kind="passage": embedded.append(len(texts)) or real(texts, kind=kind)
-    indexer.recover(rag)
+    indexer.recover(rag.core)
     assert sum(embedded) == 3
     assert_version_one(rag)

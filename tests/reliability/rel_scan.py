@@ -12,10 +12,11 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from hello_memory.stores.chunks.passage_index import COLLECTION as RAG_COLLECTION
+from hello_memory.stores.chunks.passage_index import passage_id
 from hello_memory.stores.records.sqlite_lexical import scope_token
 from hello_memory.stores.vectors.base import Filter, VectorStore
-from rag.indexer import passage_id, passages
-from rag.pipeline import COLLECTION as RAG_COLLECTION
+from rag.passages import passages
 
 VECTOR_TYPES = ("episodic", "semantic", "perceptual")
 MEMORY_TABLES = ("memories", "history", "pending", "facts")

@@ -347,10 +347,10 @@ def test_pathological_markdown_indexes_quickly(env: Env, name: str) -> None:
     report = env.rag.add_text(PATHOLOGICAL_MARKDOWN[name], document_id=f"patho-{name}")
     assert time.monotonic() - started < 60
     assert report.chunks >= 1
-    chunks = env.rag.store.chunks("kb", document_id=report.document_id).values()
-    assert all(len(c[4]) <= 40 * 64 + 200 for c in chunks), "a chunk far over its budget"
-    assert all(len(c[7]) <= 6 * (MAX_TITLE_CHARS + 3) for c in chunks), "heading path unbounded"
-    stored = sum(len(c[4]) + len(c[7]) for c in chunks)  # linear in the input, never quadratic
+    chunks = env.rag.store.get_chunks("kb", document_id=report.document_id).values()
+    assert all(len(c.text) <= 40 * 64 + 200 for c in chunks), "a chunk far over its budget"
+    assert all(len(c.heading_path) <= 6 * (MAX_TITLE_CHARS + 3) for c in chunks), "heading path unbounded"
+    stored = sum(len(c.text) + len(c.heading_path) for c in chunks)  # linear in the input, never quadratic
     assert stored <= 8 * len(PATHOLOGICAL_MARKDOWN[name]) + 10_000, f"{stored} chars stored: amplification"
     assert rag_problems(env.home, env.rag.bundle.vectors) == []
     env.rag.delete_document(report.document_id)

@@ -19,7 +19,7 @@ from rel_scan import memory_problems, rag_problems
 from hello_memory import MemoryManager
 from hello_memory.errors import NotFoundError
 from rag import RAGPipeline
-from rag.indexer import embed_text
+from rag.passages import embed_text
 
 SEED = 20240611
 TRIALS = 20
@@ -111,7 +111,7 @@ def _verify(home: Path, exp: Expected, new_ids: list[str], new_docs: list[str], 
     with MemoryManager(settings, user_id=crash_worker.USER, enable_perceptual=True, embedder=emb) as mm, \
             RAGPipeline(settings, namespace="kb", embedder=emb, llm=None) as rag:
         problems = [f"journal not empty after open: {p}" for p in mm.bundle.records.pending()]
-        problems += [f"RAG journal not empty after open: {p}" for p in rag.store.pending()]
+        problems += [f"RAG journal not empty after open: {p}" for p in rag.store.unsettled()]
         problems += memory_problems(home, mm.bundle.vectors)
         problems += rag_problems(home, mm.bundle.vectors)
         sample = new_ids + rng.sample(sorted(exp.must), min(5, len(exp.must)))  # every new id + 5 older
@@ -148,9 +148,9 @@ def _check_docs(rag: RAGPipeline, exp: Expected, sample: list[str]) -> list[str]
     out = [f"acknowledged document lost: {d}" for d in sorted(exp.docs - present)]
     out += [f"deleted document back: {d}" for d in sorted(exp.docs_absent & present)]
     for doc in [d for d in sample if d in present]:
-        first = next(iter(rag.store.chunks("kb", document_id=doc).values()))
+        first = next(iter(rag.store.get_chunks("kb", document_id=doc).values()))
         # the text that was embedded: the fake embedder matches identical text only (no semantics)
-        hits = rag.search(embed_text(first[7], first[4]), limit=10, min_score=0.0).hits
+        hits = rag.search(embed_text(first.heading_path, first.text), limit=10, min_score=0.0).hits
         if doc not in {h.document_id for h in hits}:
             out.append(f"document not searchable: {doc}")
     return out
@@ -256,11 +256,9 @@ def test_forget_user_interrupted_midway_is_completed_on_open(tmp_path: Path,
 
 def test_readd_of_a_document_interrupted_keeps_the_document(tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from rag import indexer
-
     mm, rag = _open_both(tmp_path)
     rag.add_text("# Guide\n\nversion one of the guide", document_id="guide")
-    monkeypatch.setattr(indexer, "_write_vectors", _die)
+    monkeypatch.setattr(rag.store, "_write_passages", _die)
     with pytest.raises(Killed):
         rag.add_text("# Guide\n\nversion two of the guide", document_id="guide")  # rows committed
     monkeypatch.undo()
@@ -270,7 +268,7 @@ def test_readd_of_a_document_interrupted_keeps_the_document(tmp_path: Path,
     try:
         assert [d.document_id for d in rag.list_documents()] == ["guide"]  # (was: dropped by recovery)
         assert rag.search("version two of the guide").hits[0].document_id == "guide"
-        assert rag.store.pending() == [] and rag_problems(tmp_path, mm.bundle.vectors) == []
+        assert rag.store.unsettled() == [] and rag_problems(tmp_path, mm.bundle.vectors) == []
     finally:
         rag.close()
         mm.close()

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -212,8 +213,9 @@ def test_scrub_survives_thousands_of_deletions() -> None:
     limit and was corrupt for good ("database disk image is malformed"; found by the slow
     concurrency run at ~10,000 operations)."""
     from hello_memory.models import MemoryItem
+    from hello_memory.stores.chunks.base import ChunkRecord, DocumentRecord
+    from hello_memory.stores.chunks.sqlite import SQLiteChunkStore
     from hello_memory.stores.records.sqlite import SQLiteRecordStore
-    from rag.store import SQLiteChunkStore
 
     records = SQLiteRecordStore(":memory:")
     chunks = SQLiteChunkStore(":memory:")
@@ -222,14 +224,13 @@ def test_scrub_survives_thousands_of_deletions() -> None:
             item = MemoryItem(user_id="u", memory_type="episodic", content=f"word{n} shared")
             with records.transaction() as conn:
                 records.insert(conn, item, [f"word{n}", "shared"])
-            row = (str(uuid.uuid4()), "ns", f"d{n}", 0, f"text {n}", 0, 6, "", "en", 2)
-            with chunks.transaction() as conn:
-                chunks.insert_chunk(conn, row, [f"text{n}"])
+            doc = DocumentRecord("ns", f"d{n}", None, None, "text", 1, 2, datetime.now(timezone.utc))
+            chunks.put_document(doc, [ChunkRecord(str(uuid.uuid4()), "ns", f"d{n}", 0, f"text {n}", 0, 6, "", "en", 2,
+                                                  lexical=f"text{n}")])
             if n % 2:
                 with records.transaction() as conn:
                     records.delete_rows(conn, [item.id])
-                with chunks.transaction() as conn:
-                    chunks.delete_document_rows(conn, "ns", f"d{n}")
+                chunks.remove_document("ns", f"d{n}")
             records.scrub()
             chunks.scrub()
         records.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')")

@@ -24,10 +24,10 @@ from rel_scan import memory_collections, memory_problems, namespace_residue, rag
 
 from hello_memory import MemoryManager, Settings
 from hello_memory.errors import NotFoundError
+from hello_memory.stores.chunks.passage_index import COLLECTION as RAG_COLLECTION
 from hello_memory.stores.records.sqlite_lexical import scope_token
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from rag import RAGPipeline
-from rag.pipeline import COLLECTION as RAG_COLLECTION
 
 TYPES = ("working", "episodic", "semantic", "perceptual")
 PHRASES = ("Alice lives in Paris", "I like green tea", "the meeting is on Monday", "项目截止日期是周五",
@@ -255,7 +255,7 @@ class RagIsolation(RuleBasedStateMachine):
         p = self.pipes[k]
         hits = p.search(phrase, limit=10, enable_mqe=mqe).hits
         assert {h.document_id for h in hits} <= self.docs[p.namespace]
-        own = p.store.chunks(p.namespace)
+        own = p.store.get_chunks(p.namespace)
         assert all(h.chunk_id in own for h in hits)
 
     @precondition(lambda self: any(self.docs.values()))

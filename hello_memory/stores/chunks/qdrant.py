@@ -14,8 +14,9 @@ A document is written in generations, so a reader never sees a chunk of a failed
 3. they are made live, the older generations deleted, and the document point rewritten (``ready``).
 
 Between 3's first two operations a reader may see both versions' chunks. A crash leaves the
-marker: :meth:`QdrantChunkStore.unsettled` reports it and :meth:`QdrantChunkStore.repair` finishes
-the write when all its chunks landed, or removes them (the old version stays) when not.
+marker: :meth:`QdrantChunkStore.unsettled` reports it and :meth:`QdrantChunkStore.recover` (through
+:meth:`QdrantChunkStore.repair`) finishes the write when all its chunks landed, or removes them
+(the old version stays) when not. A write that raises has been undone the same way.
 
 Example:
     >>> import uuid
@@ -33,14 +34,21 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy.typing as npt
 
-from hello_memory.errors import InvalidInputError
-from hello_memory.stores.chunks.base import ChunkRecord, DocumentRecord, PendingDocument
+from hello_memory.errors import InvalidInputError, StoreError
+from hello_memory.stores.chunks.base import (
+    ChunkRecord,
+    DocumentRecord,
+    PendingDocument,
+    log_recovery,
+    write_failed,
+)
 from hello_memory.stores.chunks.qdrant_codec import (
     CHUNK_FIELDS,
     CHUNKS,
@@ -48,9 +56,13 @@ from hello_memory.stores.chunks.qdrant_codec import (
     LEXICAL,
     PASSAGES,
     chunk_points,
+    doc_filter,
     document_of,
     document_point_id,
+    live,
+    pending_of,
     record_of,
+    unsettled_filter,
 )
 from hello_memory.stores.qdrant_connection import QdrantConnection, check_dense, kind_check, models
 from hello_memory.stores.records import qdrant_codec as codec
@@ -63,6 +75,7 @@ if TYPE_CHECKING:
 
     from hello_memory.stores.qdrant_connection import QdrantOptions
 
+logger = logging.getLogger(__name__)
 SCHEMA = 1
 # Lexical terms of a RAG chunk (default chunk_tokens 400): not measured; BM25's usual long-text value.
 CHUNK_AVG_LEN = 256.0
@@ -97,11 +110,6 @@ class QdrantChunkStore:
         """``"qdrant"``."""
         return "qdrant"
 
-    @property
-    def keeps_vectors(self) -> bool:
-        """True: passages are stored with their chunk."""
-        return True
-
     def __enter__(self) -> QdrantChunkStore:
         return self
 
@@ -110,54 +118,42 @@ class QdrantChunkStore:
 
     # -- writes -------------------------------------------------------------------------------
     def put_document(self, document: DocumentRecord, chunks: Sequence[ChunkRecord]) -> None:
-        """Store or replace a document in a new generation (see the module docstring)."""
+        """Store or replace a document in a new generation, then settle it (see the module docstring)."""
         generation = str(uuid.uuid4())
         # validates everything before any write
         points = chunk_points(document, chunks, generation, self._encoder, self._dimension)
         ns, doc_id = document.namespace, document.document_id
+        payload = self._doc_payload(ns, doc_id)
+        replaced = payload is not None and payload.get("state") == "ready"
         marker: dict[str, Any] = {"pending": PendingOp.INDEX.value, "next_generation": generation}
         marker |= {"next_record": record_of(document), "next_chunks": len(chunks)}
-        if self._doc_payload(ns, doc_id) is None:
-            self._upsert_doc(
-                ns, doc_id, {"state": "writing", "generation": None, "record": record_of(document), **marker}
-            )
-        else:
-            self._set_doc(ns, doc_id, marker)
-        for start in range(0, len(points), _BATCH):
-            self._conn.call(
-                "write chunks",
-                "upsert",
-                self._conn.full(CHUNKS),
-                points=points[start : start + _BATCH],
-                wait=True,
-            )
-        self._commit(ns, doc_id, generation, record_of(document))
+        try:
+            if payload is None:
+                new = {"state": "writing", "generation": None, "record": record_of(document)}
+                self._upsert_doc(ns, doc_id, new | marker)
+            else:
+                self._set_doc(ns, doc_id, marker)
+            for start in range(0, len(points), _BATCH):
+                batch = points[start : start + _BATCH]
+                self._conn.call("write chunks", "upsert", self._conn.full(CHUNKS), points=batch, wait=True)
+            self._commit(ns, doc_id, generation, record_of(document))
+        except StoreError as e:
+            raise write_failed(doc_id, replaced, e) from e
+        try:
+            self.settle(ns, doc_id)
+        except StoreError as e:  # the document is written; only the marker stays for recovery
+            logger.warning("could not clear the marker of document %s: %s", doc_id, e)
 
     def remove_document(self, namespace: str, document_id: str) -> int:
         """Delete a document and its chunks (marker first: a crash midway is found and finished)."""
         self._ensure()
-        where = self._doc_filter(namespace, document_id)
-        n = self._conn.count(CHUNKS, self._live(where))
+        where = doc_filter(namespace, document_id)
+        n = self._conn.count(CHUNKS, live(where))
         if self._doc_payload(namespace, document_id) is not None:
             self._set_doc(namespace, document_id, {"pending": PendingOp.UNINDEX.value})
-        m = models()
-        self._conn.call(
-            "delete chunks",
-            "delete",
-            self._conn.full(CHUNKS),
-            points_selector=m.FilterSelector(filter=where),
-            wait=True,
-        )
-        selector = m.PointIdsList(points=[document_point_id(namespace, document_id)])
-        self._conn.call(
-            "delete a document", "delete", self._conn.full(DOCUMENTS), points_selector=selector, wait=True
-        )
+        self._delete_chunks(where)
+        self._delete_doc(namespace, document_id)
         return n
-
-    def mark(self, namespace: str, document_id: str, op: PendingOp) -> None:
-        """Set a document's pending marker."""
-        if self._doc_payload(namespace, document_id) is not None:
-            self._set_doc(namespace, document_id, {"pending": PendingOp(op).value})
 
     def settle(self, namespace: str, document_id: str) -> None:
         """Clear a document's pending marker (an unfinished generation stays for :meth:`repair`)."""
@@ -170,28 +166,30 @@ class QdrantChunkStore:
         if payload is None or not payload.get("next_generation"):
             return "none"
         generation = payload["next_generation"]
-        m = models()
-        mine = self._doc_filter(namespace, document_id, [codec.match("generation", generation)])
+        mine = doc_filter(namespace, document_id, [codec.match("generation", generation)])
         if self._conn.count(CHUNKS, mine) == int(payload.get("next_chunks") or -1):
             self._commit(namespace, document_id, generation, payload["next_record"])
             return "finished"
-        self._conn.call(
-            "delete chunks",
-            "delete",
-            self._conn.full(CHUNKS),
-            points_selector=m.FilterSelector(filter=mine),
-            wait=True,
-        )
+        self._delete_chunks(mine)
         if payload.get("state") != "ready":
-            selector = m.PointIdsList(points=[document_point_id(namespace, document_id)])
-            self._conn.call(
-                "delete a document", "delete", self._conn.full(DOCUMENTS), points_selector=selector, wait=True
-            )
+            self._delete_doc(namespace, document_id)
         else:
             self._set_doc(
                 namespace, document_id, {"next_generation": None, "next_record": None, "next_chunks": None}
             )
         return "undone"
+
+    def recover(self) -> int:
+        """Finish or undo document writes and deletions a crashed worker left (any worker's)."""
+        pending = self.unsettled()
+        for p in pending:
+            log_recovery(p)
+            if p.op == PendingOp.UNINDEX:
+                self.remove_document(p.namespace, p.document_id)
+            else:
+                self.repair(p.namespace, p.document_id)
+                self.settle(p.namespace, p.document_id)
+        return len(pending)
 
     # -- reads --------------------------------------------------------------------------------
     def list_documents(self, namespace: str) -> list[DocumentRecord]:
@@ -219,7 +217,7 @@ class QdrantChunkStore:
         extra = [] if ids is None else [codec.match("chunk_id", list(dict.fromkeys(ids)))]
         if document_id is not None:
             extra.append(codec.match("document_id", document_id))
-        where = self._live(models().Filter(must=[codec.match("namespace", namespace), *extra]))
+        where = live(models().Filter(must=[codec.match("namespace", namespace), *extra]))
         found = [p.payload for p in self._conn.scroll_all(CHUNKS, where, with_payload=list(CHUNK_FIELDS))]
         found.sort(key=lambda c: (c["document_id"], c["index"]))
         return {c["chunk_id"]: ChunkRecord(**{k: c[k] for k in CHUNK_FIELDS}) for c in found}
@@ -254,27 +252,15 @@ class QdrantChunkStore:
     def unsettled(self) -> list[PendingDocument]:
         """Documents with pending work or an unfinished generation, of every namespace."""
         self._ensure()
-        m = models()
-        where = m.Filter(
-            should=[
-                m.Filter(must_not=[codec.empty("pending")]),
-                m.Filter(must_not=[codec.empty("next_generation")]),
-            ]
+        points = self._conn.scroll_all(
+            DOCUMENTS, unsettled_filter(), with_payload=["namespace", "document_id", "pending"]
         )
-        points = self._conn.scroll_all(DOCUMENTS, where, with_payload=["namespace", "document_id", "pending"])
-        return [
-            PendingDocument(
-                p.payload["namespace"],
-                p.payload["document_id"],
-                PendingOp(p.payload.get("pending") or "index"),
-            )
-            for p in points
-        ]
+        return [pending_of(p.payload) for p in points]
 
     def residue(self, namespace: str, document_id: str | None = None) -> dict[str, int]:
         """Points left for a namespace (or one document)."""
         self._ensure()
-        where = self._doc_filter(namespace, document_id)
+        where = doc_filter(namespace, document_id)
         return {"documents": self._conn.count(DOCUMENTS, where), "chunks": self._conn.count(CHUNKS, where)}
 
     def scrub(self) -> None:
@@ -324,15 +310,12 @@ class QdrantChunkStore:
         check_dense(self._conn.full(CHUNKS), stored, self._embedder, self._dimension)
 
     def _commit(self, namespace: str, document_id: str, generation: str, record: dict[str, Any]) -> None:
-        m = models()
         full = self._conn.full(CHUNKS)
-        mine = self._doc_filter(namespace, document_id, [codec.match("generation", generation)])
+        mine = doc_filter(namespace, document_id, [codec.match("generation", generation)])
         self._conn.call("publish chunks", "set_payload", full, {"live": True}, points=mine, wait=True)
-        older = self._doc_filter(namespace, document_id)
+        older = doc_filter(namespace, document_id)
         older.must_not = [codec.match("generation", generation)]
-        self._conn.call(
-            "delete old chunks", "delete", full, points_selector=m.FilterSelector(filter=older), wait=True
-        )
+        self._delete_chunks(older, "delete old chunks")
         payload = self._doc_payload(namespace, document_id) or {}
         done = {
             "state": "ready",
@@ -344,10 +327,20 @@ class QdrantChunkStore:
             namespace, document_id, done | {"next_generation": None, "next_record": None, "next_chunks": None}
         )
 
+    def _delete_chunks(self, where: Any, action: str = "delete chunks") -> None:
+        selector = models().FilterSelector(filter=where)
+        self._conn.call(action, "delete", self._conn.full(CHUNKS), points_selector=selector, wait=True)
+
+    def _delete_doc(self, namespace: str, document_id: str) -> None:
+        selector = models().PointIdsList(points=[document_point_id(namespace, document_id)])
+        self._conn.call(
+            "delete a document", "delete", self._conn.full(DOCUMENTS), points_selector=selector, wait=True
+        )
+
     def _query(
         self, namespace: str, query: Any, using: str, limit: int, extra: Sequence[Any] = ()
     ) -> dict[str, float]:
-        where = self._live(models().Filter(must=[codec.match("namespace", namespace), *extra]))
+        where = live(models().Filter(must=[codec.match("namespace", namespace), *extra]))
         response = self._conn.call(
             "search",
             "query_points",
@@ -361,17 +354,6 @@ class QdrantChunkStore:
         return {
             p.payload["chunk_id"]: float(p.score) for p in response.points if p.score > 0 or using != LEXICAL
         }
-
-    def _doc_filter(self, namespace: str, document_id: str | None, extra: Sequence[Any] = ()) -> Any:
-        must = [codec.match("namespace", namespace), *extra]
-        if document_id is not None:
-            must.append(codec.match("document_id", document_id))
-        return models().Filter(must=must)
-
-    @staticmethod
-    def _live(where: Any) -> Any:
-        where.must = [*(where.must or []), codec.match("live", True)]
-        return where
 
     def _doc_payload(self, namespace: str, document_id: str) -> dict[str, Any] | None:
         self._ensure()

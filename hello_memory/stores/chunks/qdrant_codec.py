@@ -20,11 +20,12 @@ import numpy.typing as npt
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.language.text import lexical_tokens
-from hello_memory.stores.chunks.base import ChunkRecord, DocumentRecord
+from hello_memory.stores.chunks.base import ChunkRecord, DocumentRecord, PendingDocument, check_chunks
 from hello_memory.stores.qdrant_connection import models
 from hello_memory.stores.records import qdrant_codec as codec
+from hello_memory.stores.records.base import PendingOp
 from hello_memory.stores.sparse import LexicalEncoder, index_terms
-from hello_memory.stores.vectors.rules import is_canonical_uuid, unit_vector
+from hello_memory.stores.vectors.rules import unit_vector
 
 CHUNKS, DOCUMENTS = "chunk_records", "chunk_documents"
 PASSAGES, LEXICAL = "passages", "lexical"
@@ -73,14 +74,9 @@ def chunk_points(
     """The hidden (``live = false``) points of a document's new generation, all validated."""
     m = models()
     record_of(document)
+    check_chunks(document, chunks)
     points = []
     for c in chunks:
-        if (c.namespace, c.document_id) != (document.namespace, document.document_id):
-            raise InvalidInputError("every chunk must belong to the document", field="chunks")
-        if not is_canonical_uuid(c.chunk_id):
-            raise InvalidInputError(
-                f"chunk id {c.chunk_id!r} is not a lowercase UUID string", field="chunk_id"
-            )
         vectors: dict[str, Any] = {}
         indices, values = encoder.document(index_terms(lexical_tokens(c.lexical or c.text)))
         if indices:
@@ -103,3 +99,31 @@ def passages(matrix: npt.NDArray[np.float32], dimension: int | None) -> list[lis
     if rows.ndim != 2 or not len(rows):
         raise InvalidInputError("passages must be a non-empty (n, dimension) array", field="passages")
     return [unit_vector(CHUNKS, row, dimension).tolist() for row in rows]
+
+
+def unsettled_filter() -> Any:
+    """Document points with pending work or an unfinished generation."""
+    m = models()
+    unfinished = [m.Filter(must_not=[codec.empty(key)]) for key in ("pending", "next_generation")]
+    return m.Filter(should=unfinished)
+
+
+def pending_of(payload: dict[str, Any]) -> PendingDocument:
+    """The unfinished work a document point's payload describes (an unfinished generation: ``index``)."""
+    return PendingDocument(
+        payload["namespace"], payload["document_id"], PendingOp(payload.get("pending") or "index")
+    )
+
+
+def doc_filter(namespace: str, document_id: str | None, extra: Sequence[Any] = ()) -> Any:
+    """Points of a namespace (or one of its documents), with ``extra`` conditions."""
+    must = [codec.match("namespace", namespace), *extra]
+    if document_id is not None:
+        must.append(codec.match("document_id", document_id))
+    return models().Filter(must=must)
+
+
+def live(where: Any) -> Any:
+    """``where``, restricted to live (published) chunk points."""
+    where.must = [*(where.must or []), codec.match("live", True)]
+    return where

@@ -13,12 +13,24 @@ from qdrant_client import QdrantClient
 from hello_memory.errors import DimensionMismatchError, EmbedderMismatchError, InvalidInputError, StoreError
 from hello_memory.stores.chunks.base import ChunkStore
 from hello_memory.stores.chunks.qdrant import QdrantChunkStore
-from hello_memory.testing.chunk_store import ChunkStoreContract, document
-
-DIM = 4
+from hello_memory.testing.chunk_store import DIM, ChunkStoreContract, Killed, document
 
 
-class TestQdrantChunkStoreInMemory(ChunkStoreContract):
+class QdrantWrites:
+    """How the contract breaks and kills a Qdrant chunk store's writes."""
+
+    def break_writes(self, store: ChunkStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        assert isinstance(store, QdrantChunkStore)
+        _crash_on(store, monkeypatch, "write chunks")
+
+    def kill_writes(self, store: ChunkStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        def die(*args: Any) -> None:  # the new generation written, not published
+            raise Killed
+
+        monkeypatch.setattr(store, "_commit", die)
+
+
+class TestQdrantChunkStoreInMemory(QdrantWrites, ChunkStoreContract):
     @pytest.fixture
     def chunk_stores(self) -> Iterator[Any]:
         client = QdrantClient(":memory:")
@@ -34,7 +46,7 @@ class TestQdrantChunkStoreInMemory(ChunkStoreContract):
         client.close()
 
 
-class TestQdrantChunkStoreOnDisk(ChunkStoreContract):
+class TestQdrantChunkStoreOnDisk(QdrantWrites, ChunkStoreContract):
     persistent = True
 
     @pytest.fixture
