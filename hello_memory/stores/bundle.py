@@ -45,12 +45,6 @@ class StoreBundle:
     def __post_init__(self) -> None:
         self.dense = RecordDense(self.records) if self.records.keeps_vectors else IndexDense(self.vectors)
 
-    @property
-    def server(self) -> bool:
-        """True when the record store keeps the vectors (no data directory). Kept for the RAG layer
-        while it moves onto its chunk-store protocol; the memory core never asks."""
-        return self.records.keeps_vectors
-
     def bind_embedder(self, embedder: LazyEmbedder) -> None:
         """Name the memory vectors' embedder to a record store that keeps them (before it is used).
 

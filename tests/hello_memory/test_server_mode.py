@@ -65,7 +65,7 @@ class TestMemoryAPIInServerMode(MemoryAPIContract):
     def memory(self, tmp_path: Path) -> Iterator[MemoryManager]:
         settings = Settings(home=tmp_path / "never", embedder="tfidf", qdrant_url=":memory:")
         with MemoryManager(settings, enable_perceptual=True) as mm:
-            assert mm.bundle.server and mm.bundle.home is None
+            assert mm.bundle.records.keeps_vectors and mm.bundle.home is None
             yield mm
         assert not (tmp_path / "never").exists()
 
@@ -86,7 +86,7 @@ def test_qdrant_url_selects_server_mode_with_no_data_directory(tmp_path: Path) -
 def test_embedded_mode_is_unchanged_without_qdrant_url(tmp_path: Path) -> None:
     with MemoryManager(Settings(home=tmp_path, embedder="tfidf"), user_id="alice") as mm:
         mm.add("Alice lives in Paris", memory_type="semantic")
-        assert not mm.bundle.server and mm.bundle.records.backend == "sqlite"
+        assert not mm.bundle.records.keeps_vectors and mm.bundle.records.backend == "sqlite"
     assert (tmp_path / "records.db").exists() and (tmp_path / "LOCK").exists()
 
 
