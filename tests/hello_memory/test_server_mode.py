@@ -130,7 +130,7 @@ def test_forget_user_from_one_worker_leaves_nothing_for_the_other(
     assert scan_qdrant(qdrant, "alice") > 0
 
     counts = b.forget_user("alice")
-    assert counts["records:records"] == 5 and counts["graph:mentions"] > 0
+    assert counts["records:memories"] == 5 and counts["graph:mentions"] > 0
     assert scan_qdrant(qdrant, "alice") == 0  # every payload of every collection, read back
     assert a.get_all() == [] and a.search("Paris") == [] and a.stats().entities == 0
     assert a.bundle.records.residue("alice") == {"records": 0, "history": 0}

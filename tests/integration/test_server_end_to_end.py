@@ -65,7 +65,7 @@ def test_memory_manager_runs_on_the_servers_with_no_data_directory(server_settin
     with MemoryManager(server_settings, user_id="alice", embedder=embedder) as mm:  # another worker
         assert acme.id in {h.item.id for h in mm.search("Acme Corp", memory_types=["semantic"])}
         counts = mm.forget_user("alice")
-        assert counts["graph:entities"] > 0 and counts["records:records"] == 2
+        assert counts["graph:entities"] > 0 and counts["records:memories"] == 2
         assert mm.bundle.records.residue("alice") == {"records": 0, "history": 0}
         assert mm.bundle.graph.counts("alice") == {"entities": 0, "relations": 0, "mentions": 0}
         left = empty_neo4j.query("MATCH (n {user_id: $u}) RETURN count(n) AS total", u="alice")

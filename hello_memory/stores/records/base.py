@@ -329,7 +329,8 @@ class RecordStore(Protocol):
 
     # -- deletion and lifecycle ----------------------------------------------------------------
     def forget_user(self, user_id: str, *, keep_pending: bool = False) -> dict[str, int]:
-        """Delete everything of the user; returns deleted counts per kind (``keep_pending``: as for :meth:`delete`)."""
+        """Delete everything of the user; returns deleted counts per kind — at least ``memories`` and
+        ``history`` (``keep_pending``: as for :meth:`delete`)."""
         ...
 
     def residue(self, user_id: str) -> dict[str, int]:

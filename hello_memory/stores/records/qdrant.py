@@ -299,7 +299,7 @@ class QdrantRecordStore(RecordWrites):
         counts = {}
         for name, key in (
             (HISTORY, "history"),
-            (RECORDS, "records"),
+            (RECORDS, "memories"),
         ):  # the records last: they hold the markers
             counts[key] = self._conn.count(name, qfilter)
             if counts[key]:
