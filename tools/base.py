@@ -4,6 +4,9 @@ A tool is a set of named actions. Each action has a pydantic arguments model (it
 generated, see :mod:`tools.schema`) and a handler returning a :class:`Payload`. :meth:`Tool.run`
 never raises into the agent: bad arguments, library errors and unexpected exceptions all come
 back as a :class:`ToolResult` with ``ok=False`` and an error the model can read and act on.
+
+Every text a result shows the model is made by the one renderer (:mod:`hello_memory.render`):
+whatever came from a user or a document — payload strings, the error message — is JSON-quoted.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, SerializeAsAny, ValidationError
 
+from hello_memory.errors import InvalidInputError
+from hello_memory.render import Rendered, fmt, ident, quote, render_data
 from tools.failures import bounded, describe
 from tools.schema import ActionArgs, explain, merge_action_schemas, model_schema
 
@@ -22,13 +27,21 @@ logger = logging.getLogger(__name__)
 
 
 class Payload(BaseModel):
-    """Typed data of a successful action; :meth:`render` is the concise text shown to the model."""
+    """Typed data of a successful action; :meth:`render` is the concise text shown to the model.
+
+    A payload shows itself through the renderer: ``template`` names its fields (``"Removed
+    memory {memory_id}."``; every string quoted, ``{n:chunk/chunks}`` counts), or :meth:`render`
+    is overridden with :func:`~hello_memory.render.fmt`; with neither it is shown as JSON.
+    """
 
     model_config = ConfigDict(extra="forbid")
+    template: ClassVar[str | None] = None
 
-    def render(self) -> str:
-        """Concise text for the model (subclasses override)."""
-        return self.model_dump_json()
+    def render(self) -> Rendered:
+        """Concise text for the model: ``template`` filled with the fields, else the data as JSON."""
+        if self.template is None:
+            return render_data(self)
+        return fmt(self.template, **dict(self))  # a class constant
 
 
 class ToolResult(BaseModel):
@@ -40,8 +53,8 @@ class ToolResult(BaseModel):
 
     Example:
         >>> r = ToolResult.failure("memory", "search", "parameter 'limit' must be <= 50")
-        >>> r.text()
-        "Error (memory.search): parameter 'limit' must be <= 50 [invalid_arguments]"
+        >>> print(r.text())
+        Error (memory.search): "parameter 'limit' must be <= 50" [invalid_arguments]
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -68,12 +81,35 @@ class ToolResult(BaseModel):
         return cls(ok=False, tool=tool, action=action, error=bounded(error), error_type=error_type,
                    code=code or error_type)
 
-    def text(self) -> str:
-        """Concise text for the model (Chinese and other text kept as is)."""
-        head = f"{self.tool}.{self.action}" if self.action else self.tool
+    def text(self) -> Rendered:
+        """Concise text for the model: the payload's rendering, or the error message quoted.
+
+        The message is quoted whole: it may echo the input (an unknown parameter, a path, an id).
+        A tool or action name that is not a plain identifier (an unknown tool's) is quoted too.
+        """
+        head = ident(f"{self.tool}.{self.action}" if self.action else self.tool)
         if not self.ok:
-            return f"Error ({head}): {self.error}" + (f" [{self.code}]" if self.code else "")
-        return self.data.render() if self.data is not None else f"{head}: done"
+            if self.code is None:
+                return fmt("Error ({head}): {error}", head=head, error=self.error or "")
+            return fmt("Error ({head}): {error} [{code}]", head=head, error=self.error or "", code=ident(self.code))
+        if self.data is None:
+            return fmt("{head}: done", head=head)
+        shown = self.data.render()
+        return shown if isinstance(shown, Rendered) else quote(shown)  # a payload that returned raw text
+
+
+def require_confirm(confirm: bool, consequence: str) -> None:
+    """Refuse a destructive action unless ``confirm`` is true; ``consequence`` says what it would do."""
+    if confirm is not True:
+        raise InvalidInputError(f"{consequence}; call it again with confirm=true only if the user asked for "
+                                "that", field="confirm")
+
+
+class Closeable(Protocol):
+    """Anything with ``close()`` (a memory manager, a RAG pipeline)."""
+
+    def close(self) -> None:
+        """Release the resource."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +129,16 @@ class Tool:
         name: tool name shown to the model (``[A-Za-z0-9_-]``).
         description: what the tool is for, written for the model.
         actions: the actions, in the order the model should see them.
+        owned: what the tool built itself (not injected), closed by :meth:`close`.
     """
 
-    def __init__(self, name: str, description: str, actions: Sequence[Action]) -> None:
+    def __init__(
+        self, name: str, description: str, actions: Sequence[Action], *, owned: Sequence[Closeable] = ()
+    ) -> None:
         self.name = name
         self.description = description
         self._actions: dict[str, Action] = {a.name: a for a in actions}
+        self._owned = list(owned)
 
     @property
     def actions(self) -> list[str]:
@@ -158,7 +198,10 @@ class Tool:
         return ToolResult.success(self.name, spec.name, data)
 
     def close(self) -> None:
-        """Release resources the tool owns (none by default)."""
+        """Close what the tool built itself (``owned``); injected resources stay open."""
+        owned, self._owned = self._owned, []
+        for resource in owned:
+            resource.close()
 
     def __enter__(self) -> Tool:
         return self
