@@ -5,7 +5,8 @@ queries, error messages that echo input — reaches a model only as one JSON str
 (:func:`quote`). The renderer makes that the default rather than a decision per field:
 
 * :func:`fmt` fills a constant template and quotes every ``str`` value it is given (numbers,
-  dates and enum members are shown as they are: they cannot carry text);
+  dates and enum members are shown as they are: they cannot carry text; ``{n:chunk/chunks}``
+  counts);
 * :func:`render_data` shows any typed value (pydantic model, dataclass, mapping, list) as JSON,
   every string leaf quoted;
 * both return :class:`Rendered`, the only text :func:`join` and :func:`block` accept, so a
@@ -90,7 +91,7 @@ def render_data(value: Any) -> Rendered:
     return _escape_json(json.dumps(value, ensure_ascii=False, default=str))
 
 
-def name(text: str) -> Rendered:
+def ident(text: str) -> Rendered:
     """An identifier (``[A-Za-z0-9_.-]``, e.g. a tool or action name) bare; anything else quoted."""
     return Rendered(text) if _NAME.fullmatch(text) else quote(text)
 
@@ -123,7 +124,10 @@ class Renderer(Generic[T]):
         self._formatter = _Formatter(self)
 
     def show(self, value: Any, spec: str = "") -> T:
-        """One template value: strings escaped, numbers/dates formatted, enum members by value."""
+        """One template value: strings escaped, numbers/dates formatted, enum members by value.
+
+        An integer with a ``one/many`` spec is counted: ``{n:chunk/chunks}`` → ``1 chunk``, ``3 chunks``.
+        """
         if isinstance(value, self.kind):
             return value
         if isinstance(value, Enum):  # a closed vocabulary of ours (checked before str: StrEnum)
@@ -135,6 +139,9 @@ class Renderer(Generic[T]):
             return self.escape(value, int(found.group(1)) if found else None)
         if value is None or isinstance(value, bool):
             return self.kind({None: "none", True: "true", False: "false"}[value])
+        if isinstance(value, int) and "/" in spec:  # {n:memory/memories} -> "3 memories"
+            one, many = spec.split("/", 1)
+            return self.kind(f"{value} {one if value == 1 else many}")
         if isinstance(value, int | float | date):
             return self.kind(format(value, spec or ("%Y-%m-%d" if isinstance(value, date) else "")))
         if isinstance(value, list | tuple):
@@ -157,11 +164,6 @@ class Renderer(Generic[T]):
 MODEL = Renderer(Rendered, quote)
 fmt = MODEL.fmt
 join = MODEL.join
-
-
-def plural(n: int, one: LiteralString, many: LiteralString) -> Rendered:
-    """``"1 memory"`` / ``"3 memories"``."""
-    return fmt("{n} {word}", n=n, word=Rendered(one if n == 1 else many))
 
 
 def block(tag: LiteralString, preamble: LiteralString, lines: Iterable[Rendered]) -> Rendered:
