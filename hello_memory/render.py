@@ -157,7 +157,7 @@ class Renderer(Generic[T]):
         items = list(parts)
         for part in items:
             if not isinstance(part, self.kind):
-                raise TypeError(f"join takes {self.kind.__name__} parts; render {part[:40]!r} first")
+                raise TypeError(f"join takes {self.kind.__name__} parts; render {str(part)[:40]!r} first")
         return self.kind(sep.join(items))
 
 
