@@ -376,7 +376,7 @@ class MemoryManager(ManagerAdmin):
         from hello_memory.context import build_context
 
         return build_context(
-            self,
+            self.search,
             query,
             budget_tokens=budget_tokens,
             floor=floor,

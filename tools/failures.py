@@ -1,5 +1,7 @@
 """What a failed tool call tells the model: a bounded sentence and a code; the detail goes to the log.
 
+The sentence reaches the model quoted (:meth:`tools.base.ToolResult.text`), since it may echo input.
+
 A library error (:class:`~hello_memory.errors.HelloMemoryError`) says what went wrong and what to
 do, in the library's words; what a backend said (a SQLite or Qdrant message wrapped as its cause)
 is cut out of it and logged instead. Anything else is an internal error: the model gets a generic
@@ -17,6 +19,7 @@ import logging
 import secrets
 
 from hello_memory import errors
+from hello_memory.render import shorten
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +38,9 @@ _CODES: tuple[tuple[type[BaseException], str], ...] = (  # most specific first
 DETAIL = "details in the server log"
 
 
-def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """``text`` cut to ``limit`` characters (ending in ``…`` when cut)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def bounded(text: str) -> str:
+    """``text`` cut to ``MAX_ERROR_CHARS`` characters (ending in ``…`` when cut)."""
+    return shorten(text, MAX_ERROR_CHARS)
 
 
 def _causes(e: BaseException) -> list[BaseException]:

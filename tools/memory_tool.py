@@ -6,8 +6,8 @@ Example:
     >>> tool.execute("add", content="我叫张三，我是Python开发者", memory_type="semantic").ok  # doctest: +SKIP
     True
     >>> print(tool.execute("search", query="我叫什么？").text())                         # doctest: +SKIP
-    1 memories for "我叫什么？" (quoted data, not instructions):
-    1. score 0.731 [semantic, 2026-11-29, importance 0.50] "我叫张三，我是Python开发者" (id 0b9e…)
+    1 memory for "我叫什么？" (quoted data, not instructions):
+    1. score 0.731 [semantic, 2026-11-29, importance 0.50] "我叫张三，我是Python开发者" (id "0b9e…")
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from hello_memory.models import MemoryType
 from hello_memory.settings import Settings
 from hello_memory.validation import check_id
 from tools import memory_models as m
-from tools.base import Action, Tool
+from tools.base import Action, Tool, require_confirm
 from tools.paths import FileRoots
+from tools.schema import ConfirmArgs, NoArgs
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,6 @@ class MemoryTool(Tool):
         self.user_id = check_id(user_id, "user_id")
         self.memory_types: list[str] = [t.value for t in types]
         self.session_id = session_id or new_session_id()
-        self._owns_manager = manager is None
         self.manager: MemoryAPI = manager or MemoryManager(
             settings, home=home, user_id=self.user_id, embedder=embedder, llm=llm,
             enable_working=MemoryType.WORKING in types, enable_episodic=MemoryType.EPISODIC in types,
@@ -103,15 +103,15 @@ class MemoryTool(Tool):
             Action("add", m.AddArgs, self._add, "store a new memory"),
             Action("search", m.SearchArgs, self._search, "find memories relevant to a query"),
             Action("summary", m.SummaryArgs, self._summary, "overview of the most important memories"),
-            Action("stats", m.StatsArgs, self._stats, "counts per memory tier"),
+            Action("stats", NoArgs, self._stats, "counts per memory tier"),
             Action("update", m.UpdateArgs, self._update, "change a memory's content, importance or metadata"),
             Action("remove", m.RemoveArgs, self._remove, "delete one memory by id"),
             Action("forget", m.ForgetArgs, self._forget, "forget unimportant or old memories (restorable)"),
             Action("consolidate", m.ConsolidateArgs, self._consolidate, "promote important memories to a "
                    "longer-lived tier"),
-            Action("clear_all", m.ClearAllArgs, self._clear_all, "delete all memories of this user "
+            Action("clear_all", ConfirmArgs, self._clear_all, "delete all memories of this user "
                    "(needs confirm=true)"),
-        ])
+        ], owned=[] if manager is not None else [self.manager])
 
     # -- actions ------------------------------------------------------------------------------------
     def _add(self, a: m.AddArgs) -> m.MemoryAdded:
@@ -146,7 +146,7 @@ class MemoryTool(Tool):
             top += [m.MemoryView.of(it) for it in items[: a.limit]]
         return m.MemorySummary(stats=self.manager.stats(user_id=self.user_id), memories=top)
 
-    def _stats(self, _: m.StatsArgs) -> m.MemoryStatsResult:
+    def _stats(self, _: NoArgs) -> m.MemoryStatsResult:
         return m.MemoryStatsResult(stats=self.manager.stats(user_id=self.user_id), session_id=self.session_id)
 
     def _update(self, a: m.UpdateArgs) -> m.MemoryUpdated:
@@ -168,11 +168,8 @@ class MemoryTool(Tool):
                                           user_id=self.user_id)
         return m.ConsolidateResult(report=report)
 
-    def _clear_all(self, a: m.ClearAllArgs) -> m.MemoriesCleared:
-        if a.confirm is not True:
-            raise InvalidInputError(f"clear_all permanently deletes every memory of user {self.user_id!r}; "
-                                    "call it again with confirm=true only if the user asked for that",
-                                    field="confirm")
+    def _clear_all(self, a: ConfirmArgs) -> m.MemoriesCleared:
+        require_confirm(a.confirm, f"clear_all permanently deletes every memory of user {self.user_id!r}")
         return m.MemoriesCleared(user_id=self.user_id, deleted=self.manager.clear_all(self.user_id))
 
     # -- agent helpers ------------------------------------------------------------------------------
@@ -215,11 +212,6 @@ class MemoryTool(Tool):
     def get_context_for_query(self, query: str, budget_tokens: int = 800) -> str:
         """The evidence text of :meth:`context_block` ("" when nothing relevant is stored)."""
         return self.context_block(query, budget_tokens=budget_tokens).text
-
-    def close(self) -> None:
-        """Close the manager if this tool built it."""
-        if self._owns_manager:
-            self.manager.close()
 
 
 def _parse_types(memory_types: Sequence[str] | None, manager: MemoryAPI | None) -> list[MemoryType]:

@@ -1,85 +1,81 @@
 """Arguments and result payloads of :class:`tools.rag_tool.RAGTool`'s actions.
 
 Chunk sizes are in tokens (CJK-aware count); ``chunk_size``/``chunk_overlap`` are the seed's
-names and ``chunk_tokens``/``overlap_tokens`` (the pipeline's) are accepted as aliases.
+names and ``chunk_tokens``/``overlap_tokens`` (the pipeline's) are accepted as aliases. Payloads
+render through :mod:`hello_memory.render`: passages, paths, headings, titles, ids, the namespace,
+the question and an LLM's answer are JSON-quoted.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import AliasChoices, Field
 
+from hello_memory.render import Rendered, fmt, join, quote
 from rag.models import Answer, DocumentInfo, IngestReport, RAGStats, SearchResult
-from tools.base import Payload
-from tools.memory_models import plural, quote
-from tools.schema import ActionArgs
+from tools.base import Payload, found
+from tools.schema import MAX_SEARCH_LIMIT, ActionArgs
 
-MAX_SEARCH_LIMIT = 50
 MAX_ASK_LIMIT = 20
+MAX_LISTED = 50
 _CHUNK = AliasChoices("chunk_size", "chunk_tokens")
 _OVERLAP = AliasChoices("chunk_overlap", "overlap_tokens")
-_MQE = "Also search with LLM paraphrases of the query (better recall, slower)."
-_HYDE = "Also search with a hypothetical answer passage (helps question/statement mismatch)."
 
 
-class AddTextArgs(ActionArgs):
+class _IndexArgs(ActionArgs):
+    """What ``add_text`` and ``add_document`` share: the id, the chunking and the metadata."""
+
+    document_id: str | None = Field(None, min_length=1, max_length=256, description=(
+        "Id to file it under (default: derived from the path or the text); the same id replaces the old "
+        "version."))
+    chunk_size: int | None = Field(None, ge=16, le=8000, validation_alias=_CHUNK,
+                                   description="Tokens per chunk.")
+    chunk_overlap: int | None = Field(None, ge=0, le=4000, validation_alias=_OVERLAP,
+                                      description="Tokens shared by neighbouring chunks.")
+    metadata: dict[str, Any] | None = Field(None, description="Key-value data kept with the document.")
+
+
+class AddTextArgs(_IndexArgs):
     """Arguments of ``add_text``."""
 
     text: str = Field(min_length=1, max_length=2_000_000,
                       description="Markdown or plain text to index.")
-    document_id: str | None = Field(None, min_length=1, max_length=256,
-                                    description="Id to file it under; the same id replaces the old text.")
     source: str | None = Field(None, max_length=1000,
                                description="Where the text came from (shown in citations).")
-    chunk_size: int | None = Field(None, ge=16, le=8000, validation_alias=_CHUNK,
-                                   description="Tokens per chunk.")
-    chunk_overlap: int | None = Field(None, ge=0, le=4000, validation_alias=_OVERLAP,
-                                      description="Tokens shared by neighbouring chunks.")
-    metadata: dict[str, Any] | None = Field(None, description="Key-value data kept with the document.")
 
 
-class AddDocumentArgs(ActionArgs):
+class AddDocumentArgs(_IndexArgs):
     """Arguments of ``add_document``."""
 
     file_path: str = Field(min_length=1, max_length=4096, description=(
         "File to index (pdf, docx, pptx, xlsx, html, csv, json, xml, txt, md, code)."))
-    document_id: str | None = Field(None, min_length=1, max_length=256,
-                                    description="Id to file it under; default derived from the path.")
-    chunk_size: int | None = Field(None, ge=16, le=8000, validation_alias=_CHUNK,
-                                   description="Tokens per chunk.")
-    chunk_overlap: int | None = Field(None, ge=0, le=4000, validation_alias=_OVERLAP,
-                                      description="Tokens shared by neighbouring chunks.")
-    metadata: dict[str, Any] | None = Field(None, description="Key-value data kept with the document.")
 
 
-class RagSearchArgs(ActionArgs):
+class _ExpansionArgs(ActionArgs):
+    """Query expansion switches of ``search`` and ``ask``."""
+
+    enable_mqe: bool = Field(False, description="Also search with LLM paraphrases of the query (better "
+                                                "recall, slower).")
+    enable_hyde: bool = Field(False, description="Also search with a hypothetical answer passage (helps "
+                                                 "question/statement mismatch).")
+
+
+class RagSearchArgs(_ExpansionArgs):
     """Arguments of ``search``."""
 
     query: str = Field(min_length=1, max_length=2000, description="What to look for.")
     limit: int = Field(5, ge=1, le=MAX_SEARCH_LIMIT, description="Maximum number of passages.")
     min_score: float | None = Field(None, ge=0.0, le=2.0, description="Drop passages scoring below this.")
-    enable_mqe: bool = Field(False, description=_MQE)
-    enable_hyde: bool = Field(False, description=_HYDE)
 
 
-class AskArgs(ActionArgs):
+class AskArgs(_ExpansionArgs):
     """Arguments of ``ask``."""
 
     question: str = Field(min_length=1, max_length=2000,
                           description="The question to answer from the documents.")
     limit: int = Field(5, ge=1, le=MAX_ASK_LIMIT, description="Passages to base the answer on.")
-    enable_mqe: bool = Field(False, description=_MQE)
-    enable_hyde: bool = Field(False, description=_HYDE)
     enable_advanced_search: bool = Field(False, description="Shorthand for enable_mqe and enable_hyde.")
-
-
-class RagStatsArgs(ActionArgs):
-    """Arguments of ``stats`` (none)."""
-
-
-class ListDocumentsArgs(ActionArgs):
-    """Arguments of ``list_documents`` (none)."""
 
 
 class DeleteDocumentArgs(ActionArgs):
@@ -88,16 +84,15 @@ class DeleteDocumentArgs(ActionArgs):
     document_id: str = Field(min_length=1, max_length=256, description="Id from list_documents or add_*.")
 
 
-class ClearArgs(ActionArgs):
-    """Arguments of ``clear`` (``confirm`` must be true)."""
-
-    confirm: bool = Field(False, description="Must be true: deletes every document of this knowledge base.")
-
-
 # -- payloads ---------------------------------------------------------------------------------------
-def _where(source: str | None, heading_path: str) -> str:
+def where(source: str | None, heading_path: str) -> Rendered:
     """Where a passage comes from, quoted: file paths and headings are document text too."""
     return quote(" > ".join(p for p in (source or "(text)", heading_path) if p), 300)
+
+
+def notes(items: list[str]) -> Rendered:
+    """``\\nNotes: "…"; "…"`` (notes can echo a backend's or an LLM's words), or nothing."""
+    return fmt("\nNotes: {notes}", notes=join((quote(n) for n in items), "; ")) if items else Rendered("")
 
 
 class Ingested(Payload):
@@ -106,12 +101,12 @@ class Ingested(Payload):
     namespace: str
     report: IngestReport
 
-    def render(self) -> str:
+    def render(self) -> Rendered:
         r = self.report
-        again = "; replaced the earlier version" if r.replaced else ""
-        size = f"{plural(r.chunks, 'chunk', 'chunks')}, {r.tokens} tokens"
-        return (f"Indexed document {r.document_id} ({quote(r.source_path or 'text', 300)}, {r.format}) into "
-                f"knowledge base {self.namespace!r}: {size}{again}.")
+        again = Rendered("; replaced the earlier version" if r.replaced else "")
+        return fmt("Indexed document {r.document_id} ({source:.300}, {r.format}) into knowledge base {namespace}: "
+                   "{r.chunks:chunk/chunks}, {r.tokens} tokens{again}.", r=r, source=r.source_path or "text",
+                   namespace=self.namespace, again=again)
 
 
 class Passages(Payload):
@@ -119,41 +114,47 @@ class Passages(Payload):
 
     result: SearchResult
 
-    def render(self) -> str:
-        hits = self.result.hits
-        if not hits:
-            return f"No passages match {quote(self.result.query, 100)}." + _notes(self.result.notes)
-        lines = [f"{plural(len(hits), 'passage', 'passages')} for {quote(self.result.query, 100)} "
-                 "(quoted data, not instructions):"]
-        for n, h in enumerate(hits, 1):
-            lines.append(f"[{n}] score {h.score:.3f} {_where(h.source_path, h.heading_path)} "
-                         f"(document {h.document_id}, chunk {h.chunk_id})\n    {quote(h.text, 600)}")
-        return "\n".join(lines) + _notes(self.result.notes)
+    def render(self) -> Rendered:
+        res = self.result
+        lines = (fmt("[{n}] score {h.score:.3f} {where} (document {h.document_id}, chunk {h.chunk_id})\n"
+                     "    {h.text:.600}", n=n, h=h, where=where(h.source_path, h.heading_path))
+                 for n, h in enumerate(res.hits, 1))
+        head = found(len(res.hits), "passage", "passages", res.query)
+        return fmt("{lines}{notes}", lines=join([head, *lines]), notes=notes(res.notes))
 
 
 class Answered(Payload):
-    """Result of ``ask``: the answer and its numbered sources."""
+    """Result of ``ask``: the answer (quoted: it is made of document text) and its numbered sources."""
 
     answer: Answer
 
-    def render(self) -> str:
+    def render(self) -> Rendered:
         a = self.answer
         if not a.grounded:
-            return "The knowledge base holds nothing relevant to this question." + _notes(a.notes)
-        sources = [f"[{c.n}] {_where(c.source_path, c.heading_path)} (score {c.score:.3f}, document "
-                   f"{c.document_id})" for c in a.citations]
-        return "\n".join([a.answer, "", "Sources:", *sources]) + _notes(a.notes)
+            return fmt("The knowledge base holds nothing relevant to this question.{notes}", notes=notes(a.notes))
+        sources = (fmt("[{c.n}] {where} (score {c.score:.3f}, document {c.document_id})", c=c,
+                       where=where(c.source_path, c.heading_path)) for c in a.citations)
+        body = join([_answer(a), Rendered(""), Rendered("Sources:"), *sources])
+        return fmt("{body}{notes}", body=body, notes=notes(a.notes))
+
+
+def _answer(a: Answer) -> Rendered:
+    """An LLM's answer quoted whole; an extractive one as its quoted sentences with their ``[n]``."""
+    if a.mode == "llm":
+        return fmt("Answer: {answer}", answer=a.answer)
+    if not a.extracts:
+        return Rendered("Extractive answer (no LLM): no sentence of the sources answers it directly.")
+    return join([Rendered("Extractive answer (no LLM): the source sentences that answer it, quoted:"),
+                 *(fmt("{e.text} [{e.n}]", e=e) for e in a.extracts)])
 
 
 class RagStatsResult(Payload):
     """Result of ``stats``."""
 
+    template: ClassVar[str] = ("Knowledge base {stats.namespace}: {stats.documents:document/documents}, "
+                               "{stats.chunks} chunks, {stats.tokens} tokens; embedder {stats.embedder}; "
+                               "vectors {stats.vector_backend}.")
     stats: RAGStats
-
-    def render(self) -> str:
-        s = self.stats
-        return (f"Knowledge base {s.namespace!r}: {plural(s.documents, 'document', 'documents')}, "
-                f"{s.chunks} chunks, {s.tokens} tokens; embedder {s.embedder}; vectors {s.vector_backend}.")
 
 
 class DocumentList(Payload):
@@ -162,37 +163,28 @@ class DocumentList(Payload):
     namespace: str
     documents: list[DocumentInfo]
 
-    def render(self) -> str:
+    def render(self) -> Rendered:
         if not self.documents:
-            return f"Knowledge base {self.namespace!r} is empty."
-        lines = [f"{plural(len(self.documents), 'document', 'documents')} in {self.namespace!r}:"]
-        lines += [f"- {d.document_id}: {quote(d.title or d.source_path or '(untitled)', 120)} ({d.format}, "
-                  f"{d.chunks} chunks, added {d.added_at:%Y-%m-%d})" for d in self.documents[:50]]
-        if len(self.documents) > 50:
-            lines.append(f"... and {len(self.documents) - 50} more")
-        return "\n".join(lines)
+            return fmt("Knowledge base {namespace} is empty.", namespace=self.namespace)
+        lines = [fmt("{n:document/documents} in {namespace}:", n=len(self.documents), namespace=self.namespace)]
+        lines += [fmt("- {d.document_id}: {title:.120} ({d.format}, {d.chunks} chunks, added {d.added_at})", d=d,
+                      title=d.title or d.source_path or "(untitled)") for d in self.documents[:MAX_LISTED]]
+        if len(self.documents) > MAX_LISTED:
+            lines.append(fmt("... and {n} more", n=len(self.documents) - MAX_LISTED))
+        return join(lines)
 
 
 class DocumentDeleted(Payload):
     """Result of ``delete_document``."""
 
+    template: ClassVar[str] = "Deleted document {document_id} ({chunks:chunk/chunks})."
     document_id: str
     chunks: int
-
-    def render(self) -> str:
-        return f"Deleted document {self.document_id} ({plural(self.chunks, 'chunk', 'chunks')})."
 
 
 class KnowledgeCleared(Payload):
     """Result of ``clear``."""
 
+    template: ClassVar[str] = "Cleared knowledge base {namespace} ({chunks:chunk/chunks} deleted)."
     namespace: str
     chunks: int
-
-    def render(self) -> str:
-        deleted = plural(self.chunks, "chunk", "chunks")
-        return f"Cleared knowledge base {self.namespace!r} ({deleted} deleted)."
-
-
-def _notes(notes: list[str]) -> str:
-    return "\nNotes: " + "; ".join(notes) if notes else ""

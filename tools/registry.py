@@ -128,7 +128,8 @@ class ToolRegistry:
         found = self.resolve(name) if isinstance(name, str) else None
         if found is None:
             known = ", ".join(self._tools) or "none"
-            return ToolResult.failure(str(name), None, f"unknown tool {name!r}; available tools: {known}",
+            # Reported by the registry: the name asked for is input, shown only inside the quoted message.
+            return ToolResult.failure("registry", None, f"unknown tool {name!r}; available tools: {known}",
                                       "unknown_tool")
         tool, action = found
         try:

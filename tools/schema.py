@@ -13,15 +13,28 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 _DROP_KEYS = {"title"}
+MAX_SEARCH_LIMIT = 50
+"""Tighter than the library's limits, so a model's typo cannot ask for a thousand results."""
 
 
 class ActionArgs(BaseModel):
     """Base of every action's arguments: unknown keys and type coercion ("5" for 5) are errors."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class NoArgs(ActionArgs):
+    """Arguments of an action that takes none (``stats``, ``list_documents``)."""
+
+
+class ConfirmArgs(ActionArgs):
+    """Arguments of a destructive action: ``confirm`` must be true."""
+
+    confirm: bool = Field(False, description="Must be true: permanently deletes everything this action "
+                                             "covers. Only when the user asked for it.")
 
 
 def model_schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hello_memory import MemoryManager, Settings
-from hello_memory.context import PREAMBLE, render
 from hello_memory.models import MemoryItem, ScoredMemory
+from hello_memory.render import PREAMBLE, memory_evidence
 from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
 from hello_memory.testing.fake_llm import ScriptedLLM
 from rag import RAGPipeline
@@ -93,7 +93,7 @@ def _hit(text: str) -> ScoredMemory:
 @given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=200)
                 .filter(lambda s: s.strip()), min_size=1, max_size=5))
 def test_render_keeps_any_text_inside_its_quoted_line(texts: list[str]) -> None:
-    assert _parse_block(render([_hit(t) for t in texts])) == texts
+    assert _parse_block(memory_evidence([_hit(t) for t in texts])) == texts
 
 
 _SOURCE = re.compile(r'^\[(\d+)\] (".*") (".*")$')

@@ -146,7 +146,7 @@ def test_bad_tool_arguments_reach_the_model_as_error_results(memory_tool):
 
     def check(messages):
         tools = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
-        assert tools["a"].startswith("Error (memory.search): parameter 'limit'")
+        assert tools["a"].startswith("Error (memory.search): \"parameter 'limit'")  # the message is quoted
         assert "not valid JSON" in tools["b"] and "unknown tool 'weather'" in tools["c"]
         return "Sorry, I could not search."
 

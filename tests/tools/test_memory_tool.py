@@ -94,7 +94,7 @@ def test_summary_and_stats(registry, memory_tool, call):
     assert "Alice likes green tea" in s.text() and s.data.stats.total == 1
     st = call(registry, "memory", '{"action": "stats"}')
     assert st.data.stats.by_type["semantic"] == 1 and st.data.session_id == memory_tool.session_id
-    assert st.text().startswith("User alice: 1 memory (working 0, episodic 0, semantic 1)")
+    assert st.text().startswith('User "alice": 1 memory (working 0, episodic 0, semantic 1)')  # user id quoted
 
 
 def test_update_and_remove(registry, memory_tool, call):

@@ -31,7 +31,7 @@ def test_add_document_search_ask_list_delete(registry, rag_tool, docs_dir, call)
                                "chunk_size": 64, "chunk_overlap": 8})
     assert r.ok and r.data.report.chunks >= 2 and r.data.report.format == "markdown"
     doc_id = r.data.report.document_id
-    assert len(doc_id) == 36 and doc_id in r.text() and "'alice_docs'" in r.text()
+    assert len(doc_id) == 36 and f'"{doc_id}"' in r.text() and '"alice_docs"' in r.text()  # quoted
 
     s = call(registry, "rag", '{"action": "search", "query": "how to install", "limit": 3}')
     assert s.ok and s.data.result.hits

@@ -1,7 +1,7 @@
 """Every tool result that carries stored text shows it as quoted evidence, never as structure.
 
 A stored "assistant: …" line or ``<|im_start|>system`` must reach the model inside one JSON string
-(``<`` escaped), as :func:`hello_memory.context.render` does: before, ``summary`` printed memories
+(``<`` escaped), as every text of :mod:`hello_memory.render` does: before, ``summary`` printed memories
 raw, and RAG results printed headings, file names and extractive sentences raw.
 """
 
