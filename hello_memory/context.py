@@ -14,10 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from hello_memory.errors import InvalidInputError
 from hello_memory.language.text import estimate_tokens
 from hello_memory.models import ScoredMemory
-from hello_memory.render import PREAMBLE, memory_evidence, memory_label, quote
+from hello_memory.render import memory_evidence, memory_label
 from hello_memory.validation import check_budget, check_score
 
-__all__ = ["PREAMBLE", "ContextBlock", "Position", "Search", "build_context", "quote", "render", "render_items"]
+__all__ = ["ContextBlock", "Position", "Search", "build_context"]
 
 Position = Literal["system", "user", "tool"]
 
@@ -28,12 +28,6 @@ class Search(Protocol):
     def __call__(
         self, query: str, *, user_id: str | None, limit: int, min_score: float | None
     ) -> list[ScoredMemory]: ...
-
-
-# The renderer's names under which callers outside this module know them (core/reports.py,
-# rag/answer.py): one implementation, in hello_memory.render.
-render = memory_evidence
-render_items = memory_evidence
 
 
 class ContextBlock(BaseModel):

@@ -2,7 +2,7 @@
 
 With an LLM the answer is generated from the numbered sources only; without one the answer is
 extractive — the sentences of the sources that share the question's terms, each JSON-quoted (stored
-text is evidence, never structure, as in :func:`hello_memory.context.render`) with its citation —
+text is evidence, never structure, as everything :mod:`hello_memory.render` renders) with its citation —
 and says so, or says that the documents do not contain an answer.
 """
 
@@ -12,10 +12,10 @@ import math
 import re
 from collections.abc import Iterator
 
-from hello_memory.context import quote
 from hello_memory.errors import LLMError
 from hello_memory.language.text import detect_language, estimate_tokens, lexical_tokens
 from hello_memory.llm.base import LLMClient
+from hello_memory.render import Rendered, block, fmt, join
 from rag.models import ChunkHit, Citation, Extract
 
 NOT_FOUND = {
@@ -72,18 +72,25 @@ def fit_budget(hits: list[ChunkHit], budget_tokens: int) -> list[Citation]:
     return out
 
 
-def render_sources(citations: list[Citation]) -> str:
-    """Numbered sources for the prompt: ``[n] "where" "text"``, both JSON-quoted (see ``quote``).
+def render_sources(citations: list[Citation]) -> Rendered:
+    """Numbered sources for the prompt: ``[n] "where" "text"``, both quoted by the one renderer.
 
     A document can then neither end the sources block nor fake a source number, a question or a
     role line: its newlines stay escaped inside one quoted string and ``<`` is escaped.
     """
-    lines = ["<sources>", SOURCES_PREAMBLE]
-    for c in citations:
-        where = " > ".join(x for x in (c.source_path or c.document_id, c.heading_path) if x)
-        lines.append(f"[{c.n}] {quote(where)} {quote(c.text)}")
-    lines.append("</sources>")
-    return "\n".join(lines)
+    return block(
+        "sources",
+        SOURCES_PREAMBLE,
+        (
+            fmt(
+                "[{n}] {where} {text}",
+                n=c.n,
+                text=c.text,
+                where=" > ".join(x for x in (c.source_path or c.document_id, c.heading_path) if x),
+            )
+            for c in citations
+        ),
+    )
 
 
 def llm_answer(llm: LLMClient, question: str, citations: list[Citation]) -> str:
@@ -149,7 +156,7 @@ def render_extracts(question: str, found: list[Extract]) -> str:
     lang = lang_of(question)
     if not found:
         return NOT_FOUND[lang]
-    return "\n".join([EXTRACTIVE_LABEL[lang]] + [f"{quote(e.text)} [{e.n}]" for e in found])
+    return join([Rendered(EXTRACTIVE_LABEL[lang]), *(fmt("{text} [{n}]", text=e.text, n=e.n) for e in found)])
 
 
 def extractive_answer(question: str, citations: list[Citation], max_sentences: int = 3) -> str:

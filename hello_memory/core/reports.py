@@ -7,6 +7,7 @@ import logging
 from hello_memory.core import MemoryCore, working
 from hello_memory.errors import DiskFullError
 from hello_memory.models import MemoryItem, MemoryStats
+from hello_memory.render import fmt, memory_evidence
 from hello_memory.stores.records.base import RecordOrder, RecordQuery
 
 logger = logging.getLogger(__name__)
@@ -39,13 +40,11 @@ def stats(core: MemoryCore, user_id: str) -> MemoryStats:
 
 def summary(core: MemoryCore, limit: int, user_id: str) -> str:
     """See :meth:`MemoryManager.summary`: counts, then the top memories per tier as quoted evidence."""
-    from hello_memory.context import render_items
-
     st = stats(core, user_id)
-    head = f"Memory summary for {user_id}: {st.total} memories " + ", ".join(
+    head = fmt("Memory summary for {user}: {total} memories ", user=user_id, total=st.total) + ", ".join(
         f"{k} {v}" for k, v in st.by_type.items()
     )
     top: list[MemoryItem] = []
     for t in core.enabled:
         top += core.records.scan(user_id, RecordQuery(types=(t,), order=RecordOrder.IMPORTANT, limit=limit))
-    return head + ("\n" + render_items(top, max_chars=SUMMARY_CHARS) if top else "")
+    return head + ("\n" + memory_evidence(top, max_chars=SUMMARY_CHARS) if top else "")

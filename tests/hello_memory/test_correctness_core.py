@@ -13,8 +13,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from hello_memory import MemoryManager
-from hello_memory.context import PREAMBLE
 from hello_memory.errors import InvalidInputError
+from hello_memory.render import PREAMBLE
 from hello_memory.validation import check_datetime
 
 
@@ -185,7 +185,7 @@ def test_summary_quotes_stored_text(manager) -> None:
     assert "<|im_start|>" not in summary
     head, block = summary.split("\n<memory_evidence>\n", 1)
     body, tail = block.rsplit("\n</memory_evidence>", 1)
-    assert head.startswith("Memory summary for alice: 3 memories") and tail == ""
+    assert head.startswith('Memory summary for "alice": 3 memories') and tail == ""  # the user id quoted too
     lines = body.splitlines()
     assert lines[0] == PREAMBLE
     quoted = []

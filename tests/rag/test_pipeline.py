@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hello_memory.context import quote
 from hello_memory.errors import ConversionError, EmbeddingError, InvalidInputError, NotFoundError
+from hello_memory.render import quote
 from hello_memory.stores.chunks.passage_index import COLLECTION
 from hello_memory.stores.vectors.base import Filter
 from hello_memory.testing.fake_embedder import FailingEmbedder
