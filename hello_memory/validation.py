@@ -92,10 +92,7 @@ def check_importance(value: Any, field: str = "importance") -> float:
         raise InvalidInputError(
             f"{field} must be a number in [0, 1], got {type(value).__name__}", field=field
         )
-    try:
-        v = float(value)
-    except OverflowError:  # an int beyond float range
-        v = math.inf
+    v = _as_float(value, field)
     if not math.isfinite(v) or not 0.0 <= v <= 1.0:
         raise InvalidInputError(f"{field} must be in [0, 1], got {value!r}", field=field)
     return v
@@ -127,14 +124,19 @@ def check_memory_types(
     return list(dict.fromkeys(check_memory_type(t, enabled, field) for t in value))
 
 
-def check_number(value: Any, field: str, *, minimum: float = 0.0) -> float:
-    """A finite number of at least ``minimum`` (booleans and huge integers refused)."""
+def _as_float(value: Any, field: str) -> float:
+    """A number as a float (booleans refused; an int beyond float range is infinite)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInputError(f"{field} must be a number, got {type(value).__name__}", field=field)
     try:
-        v = float(value)
+        return float(value)
     except OverflowError:
-        v = math.inf
+        return math.inf
+
+
+def check_number(value: Any, field: str, *, minimum: float = 0.0) -> float:
+    """A finite number of at least ``minimum`` (booleans and huge integers refused)."""
+    v = _as_float(value, field)
     if not math.isfinite(v) or v < minimum:
         raise InvalidInputError(f"{field} must be a finite number >= {minimum:g}, got {value!r}", field=field)
     return v
@@ -236,12 +238,7 @@ def check_score(value: Any, field: str = "min_score") -> float | None:
     """An optional finite number (a score floor); ``None`` passes through."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInputError(f"{field} must be a number, got {type(value).__name__}", field=field)
-    try:
-        v = float(value)
-    except OverflowError:
-        v = math.inf
+    v = _as_float(value, field)
     if not math.isfinite(v):
         raise InvalidInputError(f"{field} must be a finite number, got {value!r}", field=field)
     return v

@@ -4,8 +4,7 @@ Chunks are what search returns and what an answer cites; passages are what is em
 over ``PASSAGE_TOKENS`` is cut into passages at its paragraph and sentence boundaries (the chunker
 itself, with no overlap), each embedded under the chunk's heading path, and a chunk's dense score
 is its best passage's cosine. One vector for a whole ~1,800-character chunk averages its topics
-away: on docs_qa, passages raised the pipeline's hit@1 / hit@5 / hit@10 / MRR from 0.590 / 0.801 /
-0.873 / 0.684 to 0.649 / 0.829 / 0.892 / 0.730 (BENCHMARKS.md).
+away (what passages changed on docs_qa: BENCHMARKS.md).
 
 Work per passage is bounded, whatever the text:
 

@@ -42,21 +42,9 @@ def insert(
     items = [it for it in prepared.items if it.id not in known]
     if items:
         vectors, links = prepared.vectors, prepared.links
-        writes = [
-            RecordWrite(
-                it,
-                history=history.get(it.id, ())
-                if history is not None
-                else (HistoryEntry(memory_id=it.id, event="add", new=snapshot(it), at=it.updated_at),),
-                facts=semantic.facts_of(links[it.id]) if it.id in links else None,
-                vector=vectors.get(it.id),
-                pending=marker(core, it, it.id in vectors, it.id in links, PendingOp.INDEX),
-            )
-            for it in items
-        ]
         commit(
             core,
-            writes,
+            _inserts(core, Prepared(items, vectors, links), history),
             index=index_step(core, items, vectors, links, supersede=supersede),
             undo=lambda: unindex(core, items),
             hold=True,
@@ -102,6 +90,26 @@ def restore_memory(core: MemoryCore, user_id: str, memory_id: str) -> MemoryItem
         if now.content != item.content:
             vectors = embed(core, [now])
         return restore(core, now, vectors)
+
+
+def _inserts(
+    core: MemoryCore, prepared: Prepared, history: dict[str, tuple[HistoryEntry, ...]] | None
+) -> list[RecordWrite]:
+    """The record writes that insert ``prepared``: each with its history (an ``add`` entry unless
+    ``history`` gives the recorded one), facts, vector and marker."""
+    vectors, links = prepared.vectors, prepared.links
+    return [
+        RecordWrite(
+            it,
+            history=history.get(it.id, ())
+            if history is not None
+            else (HistoryEntry(memory_id=it.id, event="add", new=snapshot(it), at=it.updated_at),),
+            facts=semantic.facts_of(links[it.id]) if it.id in links else None,
+            vector=vectors.get(it.id),
+            pending=marker(core, it, it.id in vectors, it.id in links, PendingOp.INDEX),
+        )
+        for it in prepared.items
+    ]
 
 
 def current(core: MemoryCore, item: MemoryItem, *, deleted: bool = False) -> StoredRecord:
@@ -202,19 +210,9 @@ def consolidate(
             core.records.delete(uid, [s.id for s in group], keep_pending=True)
         unindex(core, sources)
 
-    writes = [
-        RecordWrite(
-            it,
-            history=(HistoryEntry(memory_id=it.id, event="add", new=snapshot(it), at=it.updated_at),),
-            facts=semantic.facts_of(links[it.id]) if it.id in links else None,
-            vector=vectors.get(it.id),
-            pending=marker(core, it, it.id in vectors, it.id in links, PendingOp.INDEX),
-        )
-        for it in new_items
-    ]
     commit(
         core,
-        writes,
+        _inserts(core, prepared, None),
         index=index,
         undo=lambda: put_back(core, before, added=new_items),
         hold=True,

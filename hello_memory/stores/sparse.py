@@ -41,8 +41,8 @@ from hello_memory.stores.records.sqlite_lexical import fts_tokens
 
 K1 = 1.2
 B = 0.75
-# Mean lexical terms of one memory, rounded: 18 (LoCoMo turns), 30 (LongMemEval user turns), 14 and
-# 38 (MADial en / zh memories), each plus FTS5's scope token.
+# Mean lexical terms of one memory, rounded, across the conversational development sets (their
+# per-set means are in docs/benchmarks/history.md), plus FTS5's scope token.
 TERMS_PER_MEMORY = 20.0
 DEFAULT_AVG_LEN = TERMS_PER_MEMORY
 MAX_QUERY_TERMS = 256
@@ -52,8 +52,8 @@ def default_avg_len(window: int) -> float:
     """The typical length of a document *with* ``window`` session neighbours on each side.
 
     Such a document is its own terms twice plus up to ``2 * window`` neighbours':
-    ``TERMS_PER_MEMORY * (2 + 2 * window)`` (120 for the default window 2; the dev sets' means are
-    98 on LoCoMo and 143 on LongMemEval).
+    ``TERMS_PER_MEMORY * (2 + 2 * window)`` (120 for the default window 2, between the measured
+    means of the conversational development sets: docs/benchmarks/history.md).
 
     Example:
         >>> default_avg_len(0), default_avg_len(2)
@@ -131,8 +131,8 @@ class LexicalEncoder:
     ``context_avg_len`` (default: ``avg_len``) for documents that carry session neighbours, several
     times longer. FTS5 normalises by one live mean; a collection of only one kind (conversation turns,
     or memories without sessions) is the common case, and there each kind's own mean is what FTS5
-    uses. Measured: MADial zh (no sessions) lexical recall@10 0.623 (FTS5) vs 0.582 with one
-    reference of 120 and 0.633 with 24 (``BENCHMARKS.md``).
+    uses; one shared reference cost lexical recall on memories without sessions (measured in
+    docs/benchmarks/history.md).
 
     Example:
         >>> enc = LexicalEncoder(avg_len=4)

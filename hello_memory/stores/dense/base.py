@@ -41,7 +41,8 @@ class DenseIndex(Protocol):
     """Nearest memories by cosine, exact cosine for given memories, and the vectors' upkeep.
 
     Every write is idempotent (upsert by memory id, deleting what is absent is a no-op), so
-    recovery may repeat any of them.
+    recovery may repeat any of them. The two backends subclass this protocol: :meth:`search` and
+    :meth:`similarities` are written once here, over each one's ``_nearest`` and :meth:`vectors`.
     """
 
     def search(
@@ -55,11 +56,17 @@ class DenseIndex(Protocol):
         window: Window,
     ) -> dict[str, float]:
         """memory id -> cosine of the user's live memories of ``types`` nearest to ``qvec``."""
-        ...
+        return self._nearest(user_id, qvec, types, limit, session_id, window)
+
+    def _nearest(
+        self, user: str, qvec: np.ndarray, types: Sequence[MemoryType], limit: int, session: str | None, window: Window
+    ) -> dict[str, float]:
+        """What :meth:`search` does, positionally (each backend's own)."""
+        raise NotImplementedError
 
     def similarities(self, user_id: str, qvec: np.ndarray, ids: Tiers) -> dict[str, float]:
-        """memory id -> cosine with ``qvec`` for ``ids`` that have a vector."""
-        ...
+        """memory id -> cosine with ``qvec`` for ``ids`` that have a vector (their stored unit vectors)."""
+        return {mid: float(np.dot(vec, qvec)) for mid, vec in self.vectors(user_id, ids).items()}
 
     def vectors(self, user_id: str, ids: Tiers) -> dict[str, np.ndarray]:
         """memory id -> its stored (unit) vector, for ``ids`` that have one."""

@@ -14,7 +14,7 @@ import numpy as np
 
 from hello_memory.errors import StoreError
 from hello_memory.models import MemoryItem, MemoryType, Modality
-from hello_memory.stores.dense.base import VECTOR_TIERS, DenseState, Tiers, Window
+from hello_memory.stores.dense.base import VECTOR_TIERS, DenseIndex, DenseState, Tiers, Window
 from hello_memory.stores.vectors.base import Filter, Range, VectorPoint, VectorStore
 
 MEMORY_COLLECTION = "memories"
@@ -62,7 +62,7 @@ def _by_collection(items: Sequence[MemoryItem]) -> dict[str, list[MemoryItem]]:
     return out
 
 
-class IndexDense:
+class IndexDense(DenseIndex):
     """The :class:`~hello_memory.stores.dense.base.DenseIndex` over a vector store's collections."""
 
     def __init__(self, vectors: VectorStore) -> None:
@@ -74,15 +74,8 @@ class IndexDense:
         return self._vectors.backend
 
     # -- reads ------------------------------------------------------------------------------
-    def search(
-        self,
-        user_id: str,
-        qvec: np.ndarray,
-        types: Sequence[MemoryType],
-        *,
-        limit: int,
-        session_id: str | None,
-        window: Window,
+    def _nearest(
+        self, user: str, qvec: np.ndarray, types: Sequence[MemoryType], limit: int, session: str | None, window: Window
     ) -> dict[str, float]:
         """Search every collection holding one of ``types``; a memory's best score wins."""
         dense: dict[str, float] = {}
@@ -90,14 +83,10 @@ class IndexDense:
             # A collection holds only its own tiers: asking for all of them needs no type condition,
             # which costs qdrant a payload check per point when one user holds most of them.
             held = collection_tiers(collection)
-            where = _filter(user_id, None if held <= set(tier_types) else tier_types, session_id, window)
+            where = _filter(user, None if held <= set(tier_types) else tier_types, session, window)
             for hit in self._vectors.search(collection, qvec, limit=limit, where=where):
                 dense[hit.id] = max(hit.score, dense.get(hit.id, -1.0))
         return dense
-
-    def similarities(self, user_id: str, qvec: np.ndarray, ids: Tiers) -> dict[str, float]:
-        """Exact cosine read from each memory's collection."""
-        return {mid: float(np.dot(vec, qvec)) for mid, vec in self.vectors(user_id, ids).items()}
 
     def vectors(self, user_id: str, ids: Tiers) -> dict[str, np.ndarray]:
         """Each memory's vector, read from its collection."""

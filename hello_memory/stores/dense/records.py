@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from hello_memory.models import MemoryItem, MemoryType
-from hello_memory.stores.dense.base import DenseState, Tiers, Window
+from hello_memory.stores.dense.base import DenseIndex, DenseState, Tiers, Window
 
 
-class RecordDense:
+class RecordDense(DenseIndex):
     """The :class:`~hello_memory.stores.dense.base.DenseIndex` of a record store that keeps vectors."""
 
     def __init__(self, records: Any) -> None:
@@ -27,25 +27,14 @@ class RecordDense:
         name: str = self._records.backend
         return name
 
-    def search(
-        self,
-        user_id: str,
-        qvec: np.ndarray,
-        types: Sequence[MemoryType],
-        *,
-        limit: int,
-        session_id: str | None,
-        window: Window,
+    def _nearest(
+        self, user: str, qvec: np.ndarray, types: Sequence[MemoryType], limit: int, session: str | None, window: Window
     ) -> dict[str, float]:
         """One filtered search of the user's points (every tier lives in one collection)."""
         found: dict[str, float] = self._records.dense_search(
-            user_id, qvec, limit=limit, types=[t.value for t in types], session_id=session_id, time_range=window
+            user, qvec, limit=limit, types=[t.value for t in types], session_id=session, time_range=window
         )
         return found
-
-    def similarities(self, user_id: str, qvec: np.ndarray, ids: Tiers) -> dict[str, float]:
-        """Exact cosine from the stored unit vectors."""
-        return {mid: float(np.dot(vec, qvec)) for mid, vec in self.vectors(user_id, ids).items()}
 
     def vectors(self, user_id: str, ids: Tiers) -> dict[str, np.ndarray]:
         """The vectors kept in the memories' points."""

@@ -79,6 +79,11 @@ class ScoreRow:
     participants: tuple[str, ...] = ()
 
 
+Stored = list["StoredRecord"]
+FollowUp = Callable[[Stored], None]
+"""The work that follows a write unit in other stores, given the records as stored."""
+
+
 class FollowUpFailed(Exception):
     """Raised by :meth:`RecordStore.write` when its ``then`` failed; the cause is chained.
 
@@ -213,13 +218,7 @@ class RecordStore(Protocol):
         """Apply inserts and updates in order; returns each memory as stored afterwards."""
         ...
 
-    def write(
-        self,
-        writes: Sequence[RecordWrite],
-        then: Callable[[list[StoredRecord]], None] | None = None,
-        *,
-        hold: bool = True,
-    ) -> list[StoredRecord]:
+    def write(self, writes: Sequence[RecordWrite], then: FollowUp | None = None, *, hold: bool = True) -> Stored:
         """The write unit: apply ``writes``, then run ``then(stored)`` (see the module docstring).
 
         Args:

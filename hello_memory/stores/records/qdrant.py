@@ -39,14 +39,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from hello_memory.errors import HelloMemoryError, InvalidInputError, StoreError
 from hello_memory.stores.qdrant_connection import QdrantConnection, check_dense, kind_check, models
 from hello_memory.stores.records import qdrant_codec as codec
-from hello_memory.stores.records.base import FollowUpFailed, PendingOp, RecordWrite, StoredRecord
+from hello_memory.stores.records.base import (
+    FollowUp,
+    FollowUpFailed,
+    PendingOp,
+    RecordWrite,
+    Stored,
+    StoredRecord,
+)
 from hello_memory.stores.records.checks import check_writes
 from hello_memory.stores.records.qdrant_lexical import SessionContext
 from hello_memory.stores.records.qdrant_reads import DENSE, HISTORY, LEXICAL, RECORDS
@@ -162,13 +169,7 @@ class QdrantRecordStore(RecordWrites):
             self._context.refresh(plan, self._encoder)
         return out
 
-    def write(
-        self,
-        writes: Sequence[RecordWrite],
-        then: Callable[[list[StoredRecord]], None] | None = None,
-        *,
-        hold: bool = True,
-    ) -> list[StoredRecord]:
+    def write(self, writes: Sequence[RecordWrite], then: FollowUp | None = None, *, hold: bool = True) -> Stored:
         """The write unit (see :meth:`~hello_memory.stores.records.base.RecordStore.write`).
 
         Each point is committed when it is written, with its marker, so ``hold`` holds nothing: a

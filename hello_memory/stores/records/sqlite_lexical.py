@@ -13,11 +13,9 @@ Lexical semantics (what any other record store must reproduce to rank the same w
   turns after it. Every other memory — notes, document loads, Q&A records, facts — is indexed with
   its own tokens only, even when it shares a session with turns, and is never a turn's neighbour.
   A question about a conversation often matches the turn *around* the evidence (the question that
-  prompted it, the reply that names the topic): on LoCoMo this lifted ``MemoryManager`` evidence
-  recall@10 from 0.654 to 0.771 (in-sample on the development conversations; the cross-validated
-  effect is in BENCHMARKS.md).
-  Before it was limited to turns, five unrelated app memories of one session (document loads, Q&A
-  records, notes) scored lexical 0.73–0.86 for "dentist appointment" through one that named it.
+  prompted it, the reply that names the topic); its cross-validated effect is in BENCHMARKS.md.
+  Before it was limited to turns, unrelated app memories of one session (document loads, Q&A
+  records, notes) matched a question through the one of them that named its topic.
   The documents are rewritten inside the caller's transaction whenever a neighbourhood changes
   (add, content update, soft delete, restore, delete), so the index never disagrees with the live
   rows; a file indexed under another window or rule is re-indexed when opened.

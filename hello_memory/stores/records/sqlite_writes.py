@@ -21,7 +21,14 @@ from hello_memory.errors import DiskFullError, InvalidInputError, NotFoundError
 from hello_memory.language.text import lexical_tokens
 from hello_memory.models import HistoryEntry, MemoryItem
 from hello_memory.stores.records import sqlite_rows as layout
-from hello_memory.stores.records.base import FollowUpFailed, PendingOp, RecordWrite, StoredRecord
+from hello_memory.stores.records.base import (
+    FollowUp,
+    FollowUpFailed,
+    PendingOp,
+    RecordWrite,
+    Stored,
+    StoredRecord,
+)
 from hello_memory.stores.records.checks import check_writes, same_memory, stale, taken
 from hello_memory.stores.records.sqlite_lexical import fts_tokens, scope_token
 from hello_memory.stores.records.sqlite_reads import SQLiteReads, batches, marks
@@ -70,13 +77,7 @@ class SQLiteWrites(SQLiteReads):
             _flush_inserts(self, conn, inserts)
         return out
 
-    def write(
-        self,
-        writes: Sequence[RecordWrite],
-        then: Callable[[list[StoredRecord]], None] | None = None,
-        *,
-        hold: bool = True,
-    ) -> list[StoredRecord]:
+    def write(self, writes: Sequence[RecordWrite], then: FollowUp | None = None, *, hold: bool = True) -> Stored:
         """The write unit (see :meth:`~hello_memory.stores.records.base.RecordStore.write`).
 
         The markers are committed first in a transaction of their own (a process killed while the
