@@ -65,12 +65,14 @@ def check_item(item: Any) -> MemoryItem:
     for name in _TIMES:
         if getattr(item, name) is not None:
             check_datetime(getattr(item, name), name)
-    check_metadata(item.metadata)
-    _check_typed_fields(item)
+    if item.metadata:
+        check_metadata(item.metadata)
+    if any(getattr(item, name) for name in (*TYPED_FIELDS, "entities", "relations")):
+        check_typed_fields(item)
     return item
 
 
-def _check_typed_fields(item: MemoryItem) -> None:
+def check_typed_fields(item: MemoryItem) -> None:
     """Typed fields must be storable text (no lone surrogates, no NUL) and as bounded as metadata."""
     data = item.model_dump(mode="json", include=TYPED_FIELDS | {"entities", "relations"})
     check_depth(data, "memory fields")

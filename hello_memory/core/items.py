@@ -9,7 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from hello_memory.core.gate import TYPED_FIELDS, check_item
+from hello_memory.core.gate import TYPED_FIELDS
+from hello_memory.core.gate import check_typed_fields as _check_typed
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import MemoryItem, MemoryType, Modality
 from hello_memory.validation import (
@@ -100,7 +101,8 @@ def build_item(
         )
     except ValueError as e:  # pydantic validation of typed fields
         raise InvalidInputError(f"invalid memory fields: {e}") from e
-    return check_item(item)
+    _check_typed(item)
+    return item
 
 
 def build_items(

@@ -56,24 +56,23 @@ class SQLiteWrites(SQLiteReads):
         check_writes(writes)
         out: list[StoredRecord] = []
         with self.transaction() as conn:
-            inserts: list[RecordWrite] = []  # consecutive inserts share one context refresh
+            known = _stored_many(self, conn, [w.item.id for w in writes if w.expected_version is None])
+            inserts: dict[str, RecordWrite] = {}  # consecutive inserts share one context refresh
             for w in writes:
+                mid = w.item.id
                 if w.expected_version is not None:
                     _flush_inserts(self, conn, inserts)
-                stored = _stored(self, conn, w.item.id)
-                if w.expected_version is None:
-                    if stored is not None or any(i.item.id == w.item.id for i in inserts):
-                        twin = (
-                            stored.item if stored else next(i.item for i in inserts if i.item.id == w.item.id)
-                        )
-                        if not same_memory(twin, w.item):
-                            raise taken(w.item.id)
-                        out.append(stored or StoredRecord(twin, 1))
-                        continue
-                    inserts.append(w)
-                    out.append(StoredRecord(w.item, 1))
+                    known[mid] = rec = _update(self, conn, w, _stored(self, conn, mid))
+                    out.append(rec)
                     continue
-                out.append(_update(self, conn, w, stored))
+                twin = inserts[mid].item if mid in inserts else known[mid].item if mid in known else None
+                if twin is None:
+                    inserts[mid] = w
+                    out.append(StoredRecord(w.item, 1))
+                elif not same_memory(twin, w.item):
+                    raise taken(mid)
+                else:
+                    out.append(known.get(mid) or StoredRecord(twin, 1))
             _flush_inserts(self, conn, inserts)
         return out
 
@@ -339,11 +338,22 @@ def _stored(host: SQLiteWrites, conn: sqlite3.Connection, memory_id: str) -> Sto
     return None if row is None else StoredRecord(host.from_row(row[:-1]), int(row[-1]))
 
 
-def _flush_inserts(host: SQLiteWrites, conn: sqlite3.Connection, inserts: list[RecordWrite]) -> None:
+def _stored_many(host: SQLiteWrites, conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, StoredRecord]:
+    """The stored records among ``ids``, whoever's they are (one query per batch of ids)."""
+    out: dict[str, StoredRecord] = {}
+    for part in batches(ids):
+        rows = conn.execute(
+            f"SELECT {','.join(layout.COLUMNS)}, version FROM memories WHERE id IN ({marks(part)})", part
+        ).fetchall()
+        out.update((r[0], StoredRecord(host.from_row(r[:-1]), int(r[-1]))) for r in rows)
+    return out
+
+
+def _flush_inserts(host: SQLiteWrites, conn: sqlite3.Connection, inserts: dict[str, RecordWrite]) -> None:
     if not inserts:
         return
-    host.insert_many(conn, [(w.item, lexical_tokens(w.item.content)) for w in inserts])
-    for w in inserts:
+    host.insert_many(conn, [(w.item, lexical_tokens(w.item.content)) for w in inserts.values()])
+    for w in inserts.values():
         _extras(host, conn, w)
     inserts.clear()
 
