@@ -38,7 +38,7 @@ from hello_memory.wire import ErrorBody, ErrorDetail, encode
 logger = logging.getLogger(__name__)
 
 _HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large",
-               415: "unsupported_media_type"}
+               415: "unsupported_media_type", 429: "busy"}
 
 
 def _error_response(status: int, detail: ErrorDetail) -> JSONResponse:
@@ -78,7 +78,8 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     elif exc.status_code == 400 and message == "There was an error parsing the body":
         message = ("the request body could not be parsed: send UTF-8 JSON (Content-Type: application/json) "
                    "or, for uploads, multipart form data")
-    error_type = {404: NotFoundError.__name__, 413: InvalidInputError.__name__}.get(exc.status_code)
+    error_type = {404: NotFoundError.__name__, 413: InvalidInputError.__name__, 429: "ServiceError"}.get(
+        exc.status_code)
     if error_type is None:
         error_type = InvalidInputError.__name__ if exc.status_code < 500 else "ServiceError"
     detail = ErrorDetail(code=code, type=error_type, message=message)

@@ -4,21 +4,26 @@ The stores are opened before the server accepts anything (a locked or corrupt da
 clear error at start-up, not on the first request) and closed after the last running operation
 has finished. Store operations run in worker threads; each has a timeout, after which the client
 gets HTTP 504 while the operation itself still completes (a thread cannot be interrupted
-mid-write), and shutdown waits for such operations before closing the stores.
+mid-write). Writes take a slot of their user first and a retried add joins its first try
+(:mod:`apps.service.admission`). Shutdown waits for running operations until ``drain_timeout``
+after it began, and no longer: operations still running then are left to the process's exit
+(every write is all-or-nothing, or completed by recovery at the next start).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 
+from apps.service.admission import InFlight, Ticket, WriteSlots
 from apps.service.limits import OPERATION_MS
 from apps.service.settings import ServiceSettings
 from hello_memory import MemoryManager, Settings
@@ -66,8 +71,13 @@ class ServiceCore:
         self._idle = threading.Condition()
         self._running = 0
         self.draining = False
+        self._drain_deadline: float | None = None
         self._closed = False
+        self.abandoned = 0
+        """Operations still running when the stores were left unclosed at shutdown (``drain_timeout`` passed)."""
         self.limiter = anyio.CapacityLimiter(service.threads)
+        self.slots = WriteSlots(service.user_writes, service.busy_retry_after)
+        self.inflight = InFlight()
 
     # -- stores -----------------------------------------------------------------------------
     def rag(self, namespace: str) -> RAGPipeline:
@@ -112,54 +122,112 @@ class ServiceCore:
         return real
 
     # -- running operations -----------------------------------------------------------------
-    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None, **kwargs: Any) -> T:
+    async def run(
+        self, fn: Callable[..., T], *args: Any, timeout: float | None = None, writer: str | None = None,
+        join: Hashable | None = None, **kwargs: Any,
+    ) -> T:
         """``fn(*args, **kwargs)`` in a worker thread, within the request timeout.
+
+        Args:
+            writer: the owner of a write (``"user 'bob'"``): it takes one of the owner's slots
+                until it ends (HTTP 429 when there is none left).
+            join: the call's key: if the same call is running, wait for its outcome instead.
 
         Raises:
             ServiceTimeoutError: the timeout passed; the operation keeps running to its end.
+            HTTPException: 429, ``writer`` has every slot taken.
         """
         limit = self.service.request_timeout if timeout is None else timeout
+        if join is not None and (first := self.inflight.find(join)) is not None:
+            return await self._joined(first, limit)
+        ticket = Ticket()
+        if writer is not None:
+            ticket.release = self.slots.take(writer)
+        if join is not None:
+            future, runs = self.inflight.enter(join)
+            if not runs:
+                ticket.finish()
+                return await self._joined(future, limit)
+            ticket.join(self.inflight, join, future)
         try:
             with anyio.fail_after(limit):
                 result, ms = await anyio.to_thread.run_sync(
-                    self._tracked, fn, args, kwargs, abandon_on_cancel=True, limiter=self.limiter
+                    self._tracked, fn, args, kwargs, ticket, abandon_on_cancel=True, limiter=self.limiter
                 )
                 OPERATION_MS.set(ms)
                 return result
         except TimeoutError:
-            raise ServiceTimeoutError(
-                f"the operation did not finish within {limit:g} s; it continues on the service "
-                "(check its result before retrying a write)"
-            ) from None
+            error = _timed_out(limit)
+            ticket.abandon(error)
+            raise error from None
+        except BaseException as e:
+            ticket.abandon(e if isinstance(e, Exception) else ServiceError("the request was cancelled"))
+            raise
 
-    def _tracked(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[T, float]:
-        """``fn``'s result and its duration in milliseconds, counted as running meanwhile."""
-        with self._idle:
-            if self.draining:
-                raise ServiceError("the service is shutting down; retry against its next start")
-            self._running += 1
-        started = time.perf_counter()
+    async def _joined(self, outcome: Any, limit: float) -> Any:
+        """The outcome of the same call's first try (its result, or its error raised)."""
         try:
-            return fn(*args, **kwargs), (time.perf_counter() - started) * 1000
-        finally:
+            with anyio.fail_after(limit):
+                return await asyncio.wrap_future(outcome)
+        except TimeoutError:
+            raise _timed_out(limit) from None
+
+    def _tracked(
+        self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any], ticket: Ticket
+    ) -> tuple[T, float]:
+        """``fn``'s result and its duration in milliseconds, counted as running meanwhile."""
+        if not ticket.start():  # its request gave up before a thread was free: nobody waits for it
+            raise ServiceError("the request gave up before its operation started")
+        try:
             with self._idle:
-                self._running -= 1
-                self._idle.notify_all()
+                if self.draining:
+                    raise ServiceError("the service is shutting down; retry against its next start")
+                self._running += 1
+            try:
+                started = time.perf_counter()
+                result = fn(*args, **kwargs)
+                ms = (time.perf_counter() - started) * 1000
+            finally:
+                with self._idle:
+                    self._running -= 1
+                    self._idle.notify_all()
+        except BaseException as e:
+            ticket.finish(error=e)
+            raise
+        ticket.finish(result=result)
+        return result, ms
 
     @property
     def running(self) -> int:
         """Operations running now."""
         return self._running
 
+    def begin_drain(self) -> None:
+        """Shutdown has begun: ``drain_timeout`` counts from now (once, however many steps wait)."""
+        with self._idle:
+            if self._drain_deadline is None:
+                self._drain_deadline = time.monotonic() + self.service.drain_timeout
+
     def close(self) -> None:
-        """Refuse new operations, wait for the running ones (``drain_timeout``), close the stores."""
+        """Refuse new operations, wait for the running ones until the drain deadline, close the stores.
+
+        Operations still running at the deadline keep the stores open (closing them under a write
+        would fail it half-way); :func:`apps.service.server.serve` then exits without waiting.
+        """
+        self.begin_drain()
         with self._idle:
             self.draining = True
-            deadline = time.monotonic() + self.service.drain_timeout
-            while self._running and time.monotonic() < deadline:
-                self._idle.wait(timeout=max(0.0, deadline - time.monotonic()))
+            assert self._drain_deadline is not None
+            while self._running and time.monotonic() < self._drain_deadline:
+                self._idle.wait(timeout=max(0.0, self._drain_deadline - time.monotonic()))
             if self._running:
-                logger.warning("closing with %d operations still running", self._running)
+                self.abandoned = self._running
+                logger.warning(
+                    "%d operations still running after the drain timeout (%g s): leaving them to the exit; "
+                    "each write is all-or-nothing or completed by recovery at the next start",
+                    self._running, self.service.drain_timeout,
+                )
+                return
         with self._lock:
             if self._closed:
                 return
@@ -169,3 +237,10 @@ class ServiceCore:
             pipeline.close()
         self.memory.close()
         logger.info("stores of %s closed", self.home)
+
+
+def _timed_out(limit: float) -> ServiceTimeoutError:
+    return ServiceTimeoutError(
+        f"the operation did not finish within {limit:g} s; it continues on the service "
+        "(check its result before retrying a write)"
+    )

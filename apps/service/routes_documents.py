@@ -31,13 +31,19 @@ MAX_NAME_CHARS = 255
 
 
 async def _rag(core: ServiceCore, namespace: str, method: str, *args: Any, timeout: float | None = None,
-               **kwargs: Any) -> Any:
-    """``core.rag(namespace).<method>(*args, **kwargs)`` in a worker thread."""
+               write: bool = False, **kwargs: Any) -> Any:
+    """``core.rag(namespace).<method>(*args, **kwargs)`` in a worker thread (``write``: in a slot of the
+    knowledge base, 429 over ``user_writes``)."""
 
     def call() -> Any:
         return getattr(core.rag(namespace), method)(*args, **kwargs)
 
-    return await core.run(call, timeout=timeout)
+    return await core.run(call, timeout=timeout, writer=writer(namespace) if write else None)
+
+
+def writer(namespace: str) -> str:
+    """The owner of an ingestion's slot (:class:`~apps.service.admission.WriteSlots`)."""
+    return f"knowledge base {namespace!r}"
 
 
 def upload_name(filename: str | None) -> str:
@@ -93,7 +99,7 @@ async def upload_document(
             except ConversionError as e:  # name the client's file, never the temporary copy
                 raise ConversionError(source, e.reason, extra=e.extra) from None
 
-    return json_response(await core.run(ingest, timeout=core.service.document_timeout))
+    return json_response(await core.run(ingest, timeout=core.service.document_timeout, writer=writer(ns)))
 
 
 @router.post("/documents/path", response_model=IngestReport, summary="add_document (a file of the service)")
@@ -102,7 +108,7 @@ async def add_server_document(namespace: str, body: AddServerDocument, core: Cor
     real = core.resolve_root_path(body.path)
     report = await _rag(core, ns, "add_document", real, document_id=body.document_id, chunk_tokens=body.chunk_tokens,
                         overlap_tokens=body.overlap_tokens, metadata=body.metadata,
-                        timeout=core.service.document_timeout)
+                        timeout=core.service.document_timeout, write=True)
     return json_response(report)
 
 
@@ -110,7 +116,8 @@ async def add_server_document(namespace: str, body: AddServerDocument, core: Cor
 async def add_text(namespace: str, body: AddText, core: Core, who: Who) -> Response:
     ns = who.namespace(namespace)
     args = body.model_dump(exclude={"text"})
-    return json_response(await _rag(core, ns, "add_text", body.text, timeout=core.service.document_timeout, **args))
+    return json_response(await _rag(core, ns, "add_text", body.text, timeout=core.service.document_timeout,
+                                    write=True, **args))
 
 
 @router.get("/documents", response_model=list[DocumentInfo], summary="list_documents")

@@ -1,11 +1,14 @@
 """Memory endpoints: ``MemoryManager``'s methods, one route each, scoped to the API key's user.
 
 A key acts for its own user; naming another ``user_id`` needs an admin key (403 otherwise), and an
-id of another user's memory is ``not_found`` exactly as in process.
+id of another user's memory is ``not_found`` exactly as in process. Writes take a slot of their
+user (429 over ``user_writes``); an add sent again while its first try runs joins it
+(:mod:`apps.service.admission`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
@@ -88,10 +91,24 @@ async def me(core: Core, who: Who) -> Response:
     return json_response(identity)
 
 
+def writer(user_id: str) -> str:
+    """The owner of a write's slot (:class:`~apps.service.admission.WriteSlots`)."""
+    return f"user {user_id!r}"
+
+
+def _same_call(route: str, users: set[str], body: BaseModel, ids: list[str | None]) -> tuple[str, ...] | None:
+    """The key under which a retry of this add joins its first try: only when it names every id."""
+    if not ids or None in ids:
+        return None
+    return (route, *sorted(users), hashlib.sha256(body.model_dump_json().encode()).hexdigest())
+
+
 @router.post("/memories", response_model=MemoryItem, status_code=201, tags=["memories"], summary="add")
 async def add(body: AddMemory, core: Core, who: Who) -> Response:
     spec = _spec(core, who, body)
-    item = await core.run(core.memory.add, body.content, **spec)
+    user = spec["user_id"]
+    item = await core.run(core.memory.add, body.content, writer=writer(user),
+                          join=_same_call("add", {user}, body, [body.memory_id]), **spec)
     return json_response(item, status=201)
 
 
@@ -99,7 +116,10 @@ async def add(body: AddMemory, core: Core, who: Who) -> Response:
              summary="add_many")
 async def add_many(body: AddMany, core: Core, who: Who) -> Response:
     specs = [{**_spec(core, who, one), "content": one.content} for one in body.items]
-    items = await core.run(core.memory.add_many, specs)
+    users = {spec["user_id"] for spec in specs} or {who.user_id}
+    owner = next(iter(users)) if len(users) == 1 else who.user_id
+    items = await core.run(core.memory.add_many, specs, writer=writer(owner),
+                           join=_same_call("add_many", users, body, [one.memory_id for one in body.items]))
     return json_response(items, _ITEMS, 201)
 
 
@@ -176,8 +196,9 @@ async def get(memory_id: str, core: Core, who: Who, user_id: UserParam = None, i
 
 @router.patch("/memories/{memory_id:path}", response_model=MemoryItem, tags=["memories"], summary="update")
 async def update(memory_id: str, body: UpdateMemory, core: Core, who: Who) -> Response:
+    user = who.user(body.user_id)
     item = await core.run(core.memory.update, memory_id, body.content, body.importance, body.metadata,
-                          user_id=who.user(body.user_id))
+                          user_id=user, writer=writer(user))
     return json_response(item)
 
 

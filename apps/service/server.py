@@ -3,13 +3,16 @@
 Order at start: refuse a non-loopback host without keys → open the stores (a locked or damaged
 data directory fails here, with one clear line) → load the embedder → bind → write
 ``<home>/SERVICE``. On SIGTERM/SIGINT: remove ``SERVICE`` → stop accepting → let running
-requests finish (``drain_timeout``) → wait for operations still running in worker threads →
-close the stores (releasing the data directory).
+requests finish → wait for operations still running in worker threads → close the stores
+(releasing the data directory). All of it within ``drain_timeout`` from the signal: operations
+still running then are not waited for, the process exits without closing the stores under them
+(each write is all-or-nothing or completed by recovery at the next start, as after a crash).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -61,6 +64,7 @@ def _server_class(uvicorn: Any) -> Any:
                   file=sys.stderr, flush=True)
 
         async def shutdown(self, sockets: Any = None) -> None:
+            self.core.begin_drain()
             if self.advertise is not None:
                 remove_service_file(self.advertise)
             await super().shutdown(sockets=sockets)
@@ -122,7 +126,7 @@ def serve(
         config = uvicorn.Config(
             create_app(core, keys), host=service.host, port=service.port,
             log_level=log_level, access_log=False, server_header=False, lifespan="on", loop="auto", http="auto",
-            timeout_graceful_shutdown=service.drain_timeout or None, timeout_keep_alive=30,
+            timeout_graceful_shutdown=service.drain_timeout, timeout_keep_alive=30,
         )
         advertise = _service_file_home(core, service)
         server = _server_class(uvicorn)(config, core=core, advertise=advertise, open_keys=keys.open)
@@ -142,6 +146,16 @@ def serve(
         core.close()
         if home is not None:
             remove_service_file(home)
+        if core.abandoned:
+            _exit_now()
+
+
+def _exit_now() -> None:
+    """Exit although worker threads still run operations (the interpreter would wait for them)."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _service_file_home(core: ServiceCore, service: ServiceSettings) -> Path | None:

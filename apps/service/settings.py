@@ -58,6 +58,15 @@ class ServiceSettings(BaseSettings):
         default=900.0, gt=0, description="seconds per import, graph reindex or export batch"
     )
     threads: int = Field(default=16, ge=1, le=256, description="worker threads running store operations")
-    drain_timeout: float = Field(default=60.0, ge=0, description="seconds shutdown waits for running writes")
+    user_writes: int = Field(
+        default=4, ge=1, le=256,
+        description="writes (adds, updates, document ingestion) one user or knowledge base may have running "
+        "at once; more are answered 429 with Retry-After (a retried add joins its write instead)",
+    )
+    busy_retry_after: int = Field(default=1, ge=1, le=3600, description="Retry-After seconds of a 429")
+    drain_timeout: float = Field(
+        default=60.0, ge=0,
+        description="seconds shutdown waits for running operations; then the process exits regardless",
+    )
     warm_up: bool = Field(default=True, description="load the embedder before accepting requests")
     write_service_file: bool = Field(default=True, description="advertise the service in <home>/SERVICE")

@@ -13,6 +13,9 @@ call's ``timeout`` in total):
 - a reply lost after the request was sent (the connection dropped) and HTTP 502/503/504: only
   requests that are safe to repeat (``idempotent``: reads, searches, and adds, which always carry
   their ``memory_id``);
+- HTTP 429 (the service started nothing: the user has as many writes running as it allows): every
+  request, after the ``Retry-After`` the service asked for (at least the backoff) if that still
+  fits in the call's timeout;
 - never: a request that timed out waiting for its reply (the timeout is the caller's bound; a
   :class:`~hello_memory.errors.ServiceTimeoutError` is raised), any other status, and uploads.
 
@@ -24,13 +27,14 @@ the other characters ``str.splitlines`` treats as line ends (U+2028 in a memory'
 
 from __future__ import annotations
 
+import email.utils
 import json
 import logging
 import random
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
 
@@ -47,6 +51,7 @@ DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 2
 BACKOFF = 0.25  # seconds before the first retry, doubled for each next one (±50 % jitter)
 RETRY_STATUSES = frozenset({502, 503, 504})
+BUSY_STATUS = 429
 API_KEY_HEADER = "Authorization"
 
 
@@ -85,10 +90,11 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
 class _Outcome:
     """One attempt of a request: its response body, or its error and what kind of failure it was."""
 
-    kind: Literal["ok", "unsent", "lost", "final"]
+    kind: Literal["ok", "unsent", "lost", "busy", "final"]
     content: bytes = b""
     error: Exception | None = None
     response: Any = None  # a streamed response, still open
+    wait: float = 0.0  # seconds the service asked to wait before another try (Retry-After of a 429)
 
 
 class Transport:
@@ -230,8 +236,8 @@ class Transport:
             outcome = self._attempt(method, path, kwargs, budget if stream else left, stream=stream)
             if outcome.error is None:
                 return outcome
-            delay = BACKOFF * 2**attempt * random.uniform(0.5, 1.5)  # jitter, not secrecy
-            retry = outcome.kind == "unsent" or (outcome.kind == "lost" and repeatable)
+            delay = max(BACKOFF * 2**attempt * random.uniform(0.5, 1.5), outcome.wait)  # jitter, not secrecy
+            retry = outcome.kind in ("unsent", "busy") or (outcome.kind == "lost" and repeatable)
             if not retry or attempt == retries or time.monotonic() + delay >= deadline:
                 raise outcome.error
             logger.info(
@@ -267,6 +273,8 @@ class Transport:
             return _Outcome("final", error=self._timed_out(method, path, e))
         except httpx.HTTPError as e:  # the connection dropped after the request was sent
             return _Outcome("lost", error=self._unreachable(method, path, e))
+        if response.status_code == BUSY_STATUS:
+            return _Outcome("busy", error=self._error(response), wait=retry_after(response.headers))
         if response.status_code >= 400:
             return _Outcome(
                 "lost" if response.status_code in RETRY_STATUSES else "final", error=self._error(response)
@@ -323,6 +331,29 @@ class Transport:
         """Close the connection pool; idempotent."""
         self.closed = True
         self._client.close()
+
+
+def retry_after(headers: Mapping[str, str]) -> float:
+    """Seconds a ``Retry-After`` header asks to wait (delay-seconds or an HTTP date); 0 without one.
+
+    Example:
+        >>> retry_after({"Retry-After": "2"}), retry_after({})
+        (2.0, 0.0)
+    """
+    value = headers.get("Retry-After") or headers.get("retry-after")
+    if not value:
+        return 0.0
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return 0.0
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
 def _param(value: Any) -> Any:

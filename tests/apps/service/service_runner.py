@@ -78,8 +78,9 @@ def start_service(
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
     timeout: float = 120,
+    command: list[str] | None = None,
 ) -> RunningService:
-    """Start ``python -m apps.service --home HOME --port 0`` and wait until it is ready.
+    """Start ``python -m apps.service --home HOME --port 0`` (or ``command``) and wait until it is ready.
 
     With ``QDRANT_URL`` in ``env`` (server mode) the service keeps no data directory: ``home`` is
     not created, and the URL is read from the line the service prints instead of ``SERVICE``.
@@ -89,7 +90,8 @@ def start_service(
         home.mkdir(parents=True, exist_ok=True)
     home.parent.mkdir(parents=True, exist_ok=True)
     log = home.parent / f"{home.name}-service-{time.monotonic_ns()}.log"
-    cmd = [sys.executable, "-m", "apps.service", "--home", str(home), "--port", "0", "--embedder", embedder, *args]
+    cmd = command or [sys.executable, "-m", "apps.service", "--home", str(home), "--port", "0",
+                      "--embedder", embedder, *args]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=service_env(**(env or {})))
     running = RunningService(url="", home=home, proc=proc, log=log)
