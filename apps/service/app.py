@@ -38,7 +38,7 @@ from hello_memory.wire import ErrorBody, ErrorDetail, encode
 logger = logging.getLogger(__name__)
 
 _HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large",
-               415: "unsupported_media_type", 429: "busy"}
+               415: "unsupported_media_type", 429: "busy", 503: "unavailable"}
 
 
 def _error_response(status: int, detail: ErrorDetail) -> JSONResponse:

@@ -16,12 +16,13 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
+from starlette.exceptions import HTTPException
 
 from apps.service.admission import InFlight, Ticket, WriteSlots
 from apps.service.limits import OPERATION_MS
@@ -78,6 +79,7 @@ class ServiceCore:
         self.limiter = anyio.CapacityLimiter(service.threads)
         self.slots = WriteSlots(service.user_writes, service.busy_retry_after)
         self.inflight = InFlight()
+        self._waiting: set[anyio.CancelScope] = set()  # requests awaiting an operation (event loop only)
 
     # -- stores -----------------------------------------------------------------------------
     def rag(self, namespace: str) -> RAGPipeline:
@@ -150,27 +152,41 @@ class ServiceCore:
                 return await self._joined(future, limit)
             ticket.join(self.inflight, join, future)
         try:
-            with anyio.fail_after(limit):
-                result, ms = await anyio.to_thread.run_sync(
-                    self._tracked, fn, args, kwargs, ticket, abandon_on_cancel=True, limiter=self.limiter
-                )
-                OPERATION_MS.set(ms)
-                return result
-        except TimeoutError:
-            error = _timed_out(limit)
-            ticket.abandon(error)
-            raise error from None
+            result, ms = await self._bounded(lambda: anyio.to_thread.run_sync(
+                self._tracked, fn, args, kwargs, ticket, abandon_on_cancel=True, limiter=self.limiter), limit)
         except BaseException as e:
             ticket.abandon(e if isinstance(e, Exception) else ServiceError("the request was cancelled"))
             raise
+        OPERATION_MS.set(ms)
+        return result
 
     async def _joined(self, outcome: Any, limit: float) -> Any:
         """The outcome of the same call's first try (its result, or its error raised)."""
+        return await self._bounded(lambda: asyncio.wrap_future(outcome), limit)
+
+    async def _bounded(self, wait: Callable[[], Awaitable[T]], limit: float) -> T:
+        """``await wait()`` within ``limit`` seconds, and no longer than the drain after shutdown began.
+
+        Raises:
+            ServiceTimeoutError: ``limit`` passed (504).
+            HTTPException: 503, the drain timeout passed (the response goes out before the exit).
+        """
+        scope = anyio.CancelScope()
+        self._waiting.add(scope)
         try:
-            with anyio.fail_after(limit):
-                return await asyncio.wrap_future(outcome)
+            with scope, anyio.fail_after(limit):
+                return await wait()
         except TimeoutError:
             raise _timed_out(limit) from None
+        finally:
+            self._waiting.discard(scope)
+        raise HTTPException(503, "the service is shutting down and its drain timeout passed; the operation "
+                                 "may or may not complete: check, or repeat it (an add is safe to repeat)")
+
+    def _stop_waiting(self) -> None:
+        """The drain timeout passed: answer every request still waiting (503) rather than drop it."""
+        for scope in list(self._waiting):
+            scope.cancel()
 
     def _tracked(
         self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any], ticket: Ticket
@@ -203,10 +219,19 @@ class ServiceCore:
         return self._running
 
     def begin_drain(self) -> None:
-        """Shutdown has begun: ``drain_timeout`` counts from now (once, however many steps wait)."""
+        """Shutdown has begun: ``drain_timeout`` counts from now (once, however many steps wait).
+
+        Called in the event loop, requests still waiting when it passes are answered 503.
+        """
         with self._idle:
-            if self._drain_deadline is None:
-                self._drain_deadline = time.monotonic() + self.service.drain_timeout
+            if self._drain_deadline is not None:
+                return
+            self._drain_deadline = time.monotonic() + self.service.drain_timeout
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not in the event loop (a plain close())
+            return
+        loop.call_later(self.service.drain_timeout, self._stop_waiting)
 
     def close(self) -> None:
         """Refuse new operations, wait for the running ones until the drain deadline, close the stores.
@@ -221,6 +246,8 @@ class ServiceCore:
             while self._running and time.monotonic() < self._drain_deadline:
                 self._idle.wait(timeout=max(0.0, self._drain_deadline - time.monotonic()))
             if self._running:
+                if self.abandoned:
+                    return
                 self.abandoned = self._running
                 logger.warning(
                     "%d operations still running after the drain timeout (%g s): leaving them to the exit; "

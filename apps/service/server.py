@@ -126,7 +126,8 @@ def serve(
         config = uvicorn.Config(
             create_app(core, keys), host=service.host, port=service.port,
             log_level=log_level, access_log=False, server_header=False, lifespan="on", loop="auto", http="auto",
-            timeout_graceful_shutdown=service.drain_timeout, timeout_keep_alive=30,
+            # the drain ends in the core (requests still waiting get a 503); uvicorn's own wait is a backstop
+            timeout_graceful_shutdown=service.drain_timeout + 2, timeout_keep_alive=30,
         )
         advertise = _service_file_home(core, service)
         server = _server_class(uvicorn)(config, core=core, advertise=advertise, open_keys=keys.open)

@@ -39,12 +39,16 @@ def test_shutdown_exits_within_the_drain_timeout_with_an_operation_still_running
         assert client.post("/v1/memories", json={"content": "a memory that is kept",
                                                  "memory_type": "episodic"}).status_code == 201
 
-    def stuck() -> None:
-        with contextlib.suppress(httpx.HTTPError):  # the service goes away under it
-            httpx.post(f"{running.url}/v1/memories", json={"content": "STUCK forever", "memory_type": "episodic"},
-                       timeout=120)
+    answer: dict[str, httpx.Response] = {}
 
-    threading.Thread(target=stuck, daemon=True).start()
+    def stuck() -> None:
+        with contextlib.suppress(httpx.HTTPError):  # without an answer the test fails below
+            answer["response"] = httpx.post(
+                f"{running.url}/v1/memories", json={"content": "STUCK forever", "memory_type": "episodic"}, timeout=120
+            )
+
+    client = threading.Thread(target=stuck, daemon=True)
+    client.start()
     deadline = time.monotonic() + 30
     while _running(running.url) == 0:
         assert time.monotonic() < deadline, "the stuck write never started"
@@ -57,6 +61,10 @@ def test_shutdown_exits_within_the_drain_timeout_with_an_operation_still_running
         raise AssertionError(f"still running {DRAIN + SLACK} s after SIGTERM:\n{running.output()}") from None
     assert code == 0, running.output()
     assert "still running after the drain timeout" in running.output()
+    assert "Traceback" not in running.output(), running.output()
+    client.join(10)
+    assert answer["response"].status_code == 503  # answered before the exit, not dropped
+    assert "shutting down" in answer["response"].json()["error"]["message"]
     assert not (home / SERVICE_FILE).exists()
     with MemoryManager(Settings(home=home, embedder="tfidf")) as mm:  # the data directory was released
         assert [m.content for m in mm.get_all()] == ["a memory that is kept"]
