@@ -1,8 +1,8 @@
 """Turns at an embedding engine: query work first, passage work first come, first served.
 
-A search embeds one short query; an add may embed a 200,000-character text (a hundred forward
+A search embeds one short query; an add may embed a 200,000-character text (over a hundred forward
 passes of 512 tokens). When both waited for one lock per call, a search waited for the whole text
-(46 s through the service, issue 27). :class:`Lanes` gives the two kinds of work separate turns:
+(issue 27). :class:`Lanes` gives the two kinds of work separate turns:
 
 * passage work takes a turn per bounded step (one round of forward passes), not per call, and
   passage turns are served in arrival order, so another user's short add waits for one step of a
@@ -23,6 +23,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -32,6 +35,7 @@ from typing import Any, TypeVar
 
 J = TypeVar("J")
 R = TypeVar("R")
+PASSAGE_NICE = 10  # a nice-10 thread gets ~1/9 of a core beside a nice-0 one (CFS weights 110 vs 1024)
 
 
 class Lanes:
@@ -107,17 +111,26 @@ class Lanes:
 class Steps:
     """Runs an engine's jobs (forward passes) in steps of one job per thread, each step in its turn.
 
+    A query running beside a passage step shares the cores with it; the passage lane's threads
+    therefore run at a lower scheduling priority (``passage_nice``, Linux, where it is a per-thread
+    attribute), so that the operating system gives a query the cores first; alone, passage work
+    loses nothing by it (figures: BENCHMARKS.md, "Fairness").
+
     Args:
         threads: worker threads per lane; a step is at most this many jobs.
         blas: a ``threadpoolctl.ThreadpoolController`` when BLAS must be held to one thread while
             jobs run (the limit is process-wide: the first call in sets it, the last one out
             restores it), else ``None``.
         lanes: the turns; default :class:`Lanes` with queries beside passage steps.
+        passage_nice: how much nicer (lower priority) the passage lane's threads are (0: as the caller).
     """
 
-    def __init__(self, threads: int, *, blas: Any = None, lanes: Lanes | None = None) -> None:
+    def __init__(
+        self, threads: int, *, blas: Any = None, lanes: Lanes | None = None, passage_nice: int = PASSAGE_NICE
+    ) -> None:
         self.threads = max(1, threads)
         self.lanes = lanes or Lanes(overlap=True)
+        self.passage_nice = passage_nice
         self._blas = blas
         self._blas_users = 0
         self._blas_limit: Any = None
@@ -145,7 +158,10 @@ class Steps:
             pool = self._pools.get(query)
             if pool is None:
                 name = "e5-query" if query else "e5-passage"
-                pool = self._pools[query] = ThreadPoolExecutor(self.threads, thread_name_prefix=name)
+                nice = 0 if query else self.passage_nice
+                pool = self._pools[query] = ThreadPoolExecutor(
+                    self.threads, thread_name_prefix=name, initializer=lower_priority, initargs=(nice,)
+                )
             return pool
 
     @contextmanager
@@ -165,3 +181,15 @@ class Steps:
                 if self._blas_users == 0:
                     self._blas_limit.restore_original_limits()
                     self._blas_limit = None
+
+
+def lower_priority(nice: int) -> None:
+    """Make the calling thread ``nice`` steps nicer (Linux only: elsewhere the whole process would be).
+
+    Failure (a sandbox refusing it) leaves the priority as it was.
+    """
+    if nice <= 0 or not sys.platform.startswith("linux"):
+        return
+    tid = threading.get_native_id()
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))

@@ -6,6 +6,8 @@ step at a known point. Nothing here is timed: each test checks who finished befo
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 
 from hello_memory.embedders._e5_local import LocalE5
-from hello_memory.embedders._lanes import Lanes
+from hello_memory.embedders._lanes import Lanes, Steps
 from hello_memory.embedders.e5 import E5Embedder
 
 LONG = " ".join(f"Section {i}: the memory store keeps episodic notes, facts and summaries." for i in range(160))
@@ -186,3 +188,18 @@ def _until(condition: Callable[[], bool]) -> None:
             return
         threading.Event().wait(0.01)
     raise AssertionError("condition never held")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread priorities are per thread on Linux only")
+def test_passage_steps_run_on_threads_of_lower_priority_query_steps_do_not():
+    steps = Steps(2, passage_nice=5)
+
+    def priority(job: int, alone: bool = False) -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    passage = steps.run(priority, [1, 2, 3], parallel=True, query=False)
+    query = steps.run(priority, [1, 2, 3], parallel=True, query=True)
+    assert passage == [min(19, mine + 5)] * 3
+    assert query == [mine] * 3
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # the caller's is untouched
