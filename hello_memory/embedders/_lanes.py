@@ -10,8 +10,8 @@ passes of 512 tokens). When both waited for one lock per call, a search waited f
 * a query never waits for passage work when the engine may run both at once (``overlap=True``:
   the in-process e5 engines, whose sessions are thread-safe); otherwise (an engine that must run
   alone) it waits for the current step only, ahead of every passage turn still waiting;
-* queries take turns among themselves (each already uses every core), and while any query runs or
-  waits no new passage step starts.
+* queries take turns among themselves in arrival order (each already uses every core), and while
+  any query runs or waits no new passage step starts.
 
 Example:
     >>> lanes = Lanes()
@@ -50,9 +50,9 @@ class Lanes:
         self._overlap = overlap
         self._cond = threading.Condition()
         self._query = False  # a query holds its turn
-        self._queries_waiting = 0
         self._passage = False  # a passage step holds its turn
-        self._passages: deque[object] = deque()  # passage turns waiting, in arrival order
+        self._queries: deque[object] = deque()  # turns waiting, in arrival order
+        self._passages: deque[object] = deque()
 
     @contextmanager
     def hold(self, kind: str) -> Iterator[None]:
@@ -80,32 +80,29 @@ class Lanes:
     def waiting(self) -> int:
         """Turns waiting now, of either kind."""
         with self._cond:
-            return self._queries_waiting + len(self._passages)
+            return len(self._queries) + len(self._passages)
 
     def _take_query(self) -> None:
         with self._cond:
-            self._queries_waiting += 1
-            try:
-                self._cond.wait_for(lambda: not self._query and (self._overlap or not self._passage))
-            finally:
-                self._queries_waiting -= 1
+            self._wait_in(self._queries, lambda: not self._query and (self._overlap or not self._passage))
             self._query = True
 
     def _take_passage(self) -> None:
-        turn = object()
         with self._cond:
-            self._passages.append(turn)
-            try:
-                self._cond.wait_for(
-                    lambda: self._passages[0] is turn
-                    and not (self._passage or self._query or self._queries_waiting)
-                )
-            except BaseException:
-                self._passages.remove(turn)
-                self._cond.notify_all()
-                raise
-            self._passages.popleft()
+            self._wait_in(self._passages, lambda: not (self._passage or self._query or self._queries))
             self._passage = True
+
+    def _wait_in(self, line: deque[object], free: Callable[[], bool]) -> None:
+        """Wait (holding the condition) in ``line`` until first in it and ``free()``, then leave it."""
+        turn = object()
+        line.append(turn)
+        try:
+            self._cond.wait_for(lambda: line[0] is turn and free())
+        except BaseException:
+            line.remove(turn)
+            self._cond.notify_all()
+            raise
+        line.popleft()
 
 
 class Steps:
