@@ -16,6 +16,7 @@ from apps.service.deps import Who, core_of
 from apps.service.models import (
     AddMany,
     AddMemory,
+    BatchItem,
     BuildContext,
     Consolidate,
     Forget,
@@ -53,6 +54,7 @@ def json_response(value: Any, adapter: TypeAdapter[Any] | None = None, status: i
 
 
 _ITEMS = TypeAdapter(list[MemoryItem])
+_ADDED: TypeAdapter[MemoryItem | list[MemoryItem]] = TypeAdapter(MemoryItem | list[MemoryItem])
 _HITS = TypeAdapter(list[ScoredMemory])
 _HISTORY = TypeAdapter(list[HistoryEntry])
 _STATS = TypeAdapter(list[MemoryStats])
@@ -70,7 +72,7 @@ def _check_media(core: ServiceCore, spec: dict[str, Any]) -> None:
             core.resolve_root_path(path, "source_path")
 
 
-def _spec(core: ServiceCore, who: Any, body: AddMemory) -> dict[str, Any]:
+def _spec(core: ServiceCore, who: Any, body: AddMemory | BatchItem) -> dict[str, Any]:
     spec = body.fields()
     spec["user_id"] = who.user(body.user_id)
     _check_media(core, spec)
@@ -88,11 +90,12 @@ async def me(core: Core, who: Who) -> Response:
     return json_response(identity)
 
 
-@router.post("/memories", response_model=MemoryItem, status_code=201, tags=["memories"], summary="add")
+@router.post("/memories", response_model=MemoryItem | list[MemoryItem], status_code=201, tags=["memories"],
+             summary="add (a text: the memory; a conversation: its turns)")
 async def add(body: AddMemory, core: Core, who: Who) -> Response:
     spec = _spec(core, who, body)
-    item = await core.run(core.memory.add, body.content, **spec)
-    return json_response(item, status=201)
+    added = await core.run(core.memory.add, body.text(), **spec)
+    return json_response(added, _ADDED, 201)
 
 
 @router.post("/memories/batch", response_model=list[MemoryItem], status_code=201, tags=["memories"],
