@@ -96,7 +96,8 @@ class MemoryAPI(Protocol):
         **A conversation** — ``content`` a list of chat messages ``{"role", "content", "name"?,
         "created_at"?, "memory_id"?}`` (OpenAI's format), ``session_id`` required — is stored as one
         episodic memory per message, returned as a list in the messages' order: the message's text as
-        content, its speaker (``name``, else ``role``) as participant, ``event_type="conversation"``,
+        content (``"Caroline: text"`` when it has a ``name``: questions name people), its speaker
+        (``name``, else ``role``) as participant, ``event_type="conversation"``,
         its ``created_at`` or else the call's ``created_at`` (default now) plus its position in
         milliseconds. Search then reads each turn with the turns around it, prefers the turns of a
         person the query names, and finds them by time. ``importance``, ``metadata`` and ``fields``

@@ -64,7 +64,8 @@ class ConversationContract:
     def test_messages_are_stored_as_turns_of_their_session(self, memory: MemoryAPI) -> None:
         turns = memory.add(CHAT, session_id="trip", created_at=T0, importance=0.7, metadata={"app": "chat"})
         assert isinstance(turns, list) and all(isinstance(t, MemoryItem) for t in turns)
-        assert [t.content for t in turns] == [m["content"] for m in CHAT]
+        assert [t.content for t in turns] == [f"Caroline: {CHAT[0]['content']}", CHAT[1]["content"],
+                                              f"Caroline: {CHAT[2]['content']}"]  # a name leads its text
         assert [t.participants for t in turns] == [["Caroline"], ["assistant"], ["Caroline"]]
         assert [t.created_at for t in turns] == [T0, T0 + MS, T0 + 2 * MS]  # the order kept
         assert {(t.memory_type, t.session_id, t.event_type, t.importance) for t in turns} == {
@@ -89,8 +90,8 @@ class ConversationContract:
         for message in CHAT:
             memory.add(message["content"], memory_type="episodic", user_id=plain, created_at=T0)
         query = "what should I eat on the Portugal trip"
-        found = [h.item.content for h in memory.search(query, memory_types=["episodic"])]
-        assert turns[1].content in found
+        found = [h.item.id for h in memory.search(query, memory_types=["episodic"])]
+        assert turns[1].id in found
         assert CHAT[1]["content"] not in [h.item.content for h in memory.search(query, user_id=plain)]
 
     def test_the_same_call_again_stores_nothing_twice(self, memory: MemoryAPI) -> None:
