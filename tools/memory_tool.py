@@ -100,7 +100,7 @@ class MemoryTool(Tool):
             enable_semantic=MemoryType.SEMANTIC in types, enable_perceptual=MemoryType.PERCEPTUAL in types,
         )
         super().__init__(name, DESCRIPTION.format(files=self.files.describe()), [
-            Action("add", m.AddArgs, self._add, "store a new memory"),
+            Action("add", m.AddArgs, self._add, "store a new memory, or chat messages as conversation turns"),
             Action("search", m.SearchArgs, self._search, "find memories relevant to a query"),
             Action("summary", m.SummaryArgs, self._summary, "overview of the most important memories"),
             Action("stats", NoArgs, self._stats, "counts per memory tier"),
