@@ -31,8 +31,10 @@ ADD_BATCH = 256
 #: ``event_type="conversation"``, a named speaker as participant); ``messages``: each session as one
 #: ``add(messages, session_id=...)`` call (speaker = ``name``, else the role, as the product stores
 #: it); ``session``: ``add_many`` items with their session and speaker but no ``event_type`` (what a
-#: chat app storing each turn would naturally write); ``plain``: the text and its time only.
-FORMS = ("turns", "messages", "session", "plain")
+#: chat app storing each turn would naturally write); ``plain``: the text and its time only; ``notes``:
+#: every doc in ONE session of its corpus with the corpus's user as participant and no ``event_type``
+#: (an agent's tool writing unrelated notes over one long session: what a turn rule must not catch).
+FORMS = ("turns", "messages", "session", "plain", "notes")
 #: ``text``: the dataset's text as it is, ``bare`` without a leading ``"speaker: "``, ``named`` with one.
 TEXTS = ("as_is", "bare", "named")
 
@@ -44,8 +46,9 @@ def doc_text(doc: Doc, text: str = "as_is") -> str:
     return {"as_is": doc.text, "bare": bare, "named": prefix + bare}[text]
 
 
-def memory_payload(doc: Doc, role_participants: bool = False, form: str = "turns", text: str = "as_is"
-                   ) -> dict[str, Any]:
+def memory_payload(
+    doc: Doc, role_participants: bool = False, form: str = "turns", text: str = "as_is", corpus_id: str = ""
+) -> dict[str, Any]:
     """The ``add_many`` item for one doc (``role_participants``: a role speaker is a participant too)."""
     item: dict[str, Any] = {
         "content": doc_text(doc, text),
@@ -54,7 +57,9 @@ def memory_payload(doc: Doc, role_participants: bool = False, form: str = "turns
     }
     if doc.created_at is not None:
         item["created_at"] = doc.created_at
-    if form == "plain":
+    if form == "notes":
+        item.update(session_id="agent-session", participants=[f"user {corpus_id}"])
+    if form in ("plain", "notes"):
         return item
     if doc.session_id is not None:  # a turn of a conversation session (LoCoMo, LongMemEval)
         item["session_id"] = doc.session_id
@@ -226,7 +231,7 @@ class HelloMemorySystem:
                 self._doc_ids.update({t.id: d.doc_id for t, d in zip(turns, part, strict=True)})
             return
         for start in range(0, len(docs), ADD_BATCH):
-            mm.add_many([memory_payload(d, self._role_participants, self._form, self._text)
+            mm.add_many([memory_payload(d, self._role_participants, self._form, self._text, corpus_id)
                          for d in docs[start : start + ADD_BATCH]])
 
     def search(self, corpus_id: str, query: Query, k: int) -> list[str]:
