@@ -237,10 +237,11 @@ def build_turns(
 
 
 def turn_text(name: str | None, text: str) -> str:
-    """A turn's content: ``"name: text"`` for a named speaker (questions name people), else the text.
+    """A turn's content: ``"name: text"`` for a named speaker, else the text.
 
-    LoCoMo recall@10 0.785 with the name, 0.722 without (BENCHMARKS.md, "Conversations"). A role
-    (``user``, ``assistant``) is not written: it names no one. A text already led by the name keeps it once.
+    Questions name people, and the name in the text is what BM25 and the embedder match (measured in
+    BENCHMARKS.md, "Conversations"); a role (``user``, ``assistant``) names no one and is not written.
+    A text already led by the name keeps it once.
     """
     if name is None or text.startswith(f"{name}:"):
         return text
