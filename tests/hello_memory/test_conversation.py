@@ -38,6 +38,7 @@ def test_a_text_is_still_one_working_memory(tmp_path: Path) -> None:
     with MemoryManager(Settings(home=tmp_path, embedder="tfidf")) as mm:
         item = mm.add("Alice prefers green tea")
         assert item.memory_type == "working" and item.participants == [] and item.event_type is None
+        assert mm.add("Bob drinks coffee", memory_type=None).memory_type == "working"  # None: the default
 
 
 def test_turn_ids_are_uuid5_of_user_session_speaker_text_time_and_occurrence() -> None:

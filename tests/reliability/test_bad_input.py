@@ -114,9 +114,9 @@ for _k, _v in {
     case(f"add-importance-{_k}", lambda e, v=_v: e.mm.add("fine text", memory_type="episodic", importance=v))
 
 for _k, _v in {
-    "unknown": "procedural", "empty": "", "upper": "WORKING", "padded": " episodic", "none": None, "int": 5,
+    "unknown": "procedural", "empty": "", "upper": "WORKING", "padded": " episodic", "int": 5,
     "list": ["semantic"], "nul": "episodic\x00",
-}.items():
+}.items():  # None is the default (working for a text, episodic for a conversation: issue 26)
     case(f"add-memory-type-{_k}", lambda e, v=_v: e.mm.add("fine text", memory_type=v))
 case("add-memory-type-disabled", lambda e: e.no_perceptual.add("a photo", memory_type="perceptual"))
 
