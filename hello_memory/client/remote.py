@@ -60,6 +60,7 @@ _CONSOLIDATE = TypeAdapter(ConsolidateReport)
 _CONTEXT = TypeAdapter(ContextBlock)
 _COUNT = TypeAdapter(Count)
 _SUMMARY = TypeAdapter(Summary)
+_IDENTITY = TypeAdapter(Identity)
 _TIMES = ("created_at", "valid_from")
 
 
@@ -102,7 +103,7 @@ class RemoteMemory(RemoteAdmin):
     def identity(self) -> Identity:
         """Who the API key is and what the service serves (fetched once)."""
         if self._identity is None:
-            self._identity = Identity.model_validate_json(self._http.request("GET", "/v1/me"))
+            self._identity = self._http.call("GET", "/v1/me", _IDENTITY)
         return self._identity
 
     @property
@@ -129,8 +130,7 @@ class RemoteMemory(RemoteAdmin):
         **params: Any,
     ) -> T:
         """One request; the response validated as ``adapter``'s type (the library's models)."""
-        raw = self._http.request(method, path, body=body, params=params, idempotent=idempotent)
-        return adapter.validate_json(raw)
+        return self._http.call(method, path, adapter, body=body, params=params, idempotent=idempotent)
 
     def _add(
         self, path: str, adapter: TypeAdapter[T], body: dict[str, Any], specs: list[dict[str, Any]]
