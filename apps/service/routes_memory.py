@@ -23,6 +23,7 @@ from apps.service.models import (
     SearchMemories,
     UpdateMemory,
 )
+from apps.service.routing import ServiceRoute
 from hello_memory import __version__
 from hello_memory.context import ContextBlock
 from hello_memory.models import (
@@ -36,7 +37,7 @@ from hello_memory.models import (
 )
 from hello_memory.wire import Count, Identity, Summary
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", route_class=ServiceRoute)
 Core = Annotated[ServiceCore, Depends(core_of)]
 UserParam = Annotated[str | None, Query(description="the user to act for; default the API key's user")]
 _MEDIA_KEYS = ("file_path", "source_path")

@@ -219,3 +219,23 @@ def test_imports_have_the_upload_body_limit():
     limit = BodyLimit(None, max_bytes=1024, max_upload_bytes=4096)  # type: ignore[arg-type]
     assert limit._limit({"method": "POST", "path": "/v1/import"}) == 4096
     assert limit._limit({"method": "POST", "path": "/v1/export"}) == 1024
+
+
+def test_every_route_of_the_app_refuses_unknown_names_and_parses_deep_json_safely():
+    from types import SimpleNamespace
+
+    from fastapi.routing import APIRoute
+
+    from apps.service.app import create_app
+    from apps.service.routing import ServiceRoute
+
+    def routes(items: list) -> list[APIRoute]:  # included routers keep their own list of routes
+        out = []
+        for item in items:
+            inner = getattr(item, "original_router", None)
+            out += routes(inner.routes) if inner is not None else [item] if isinstance(item, APIRoute) else []
+        return out
+
+    app = create_app(SimpleNamespace(service=ServiceSettings()), KeyRing({}), close_on_shutdown=False)  # type: ignore[arg-type]
+    found = routes(app.routes)
+    assert len(found) > 30 and not [r.path for r in found if not isinstance(r, ServiceRoute)]
