@@ -131,7 +131,13 @@ class MemoryAPI(Protocol):
         ...
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
-        """Every change of one memory, oldest first (empty after ``remove``)."""
+        """Every change of one memory, oldest first; a forgotten (restorable) memory keeps its history.
+
+        Raises:
+            NotFoundError: the user holds no memory with this id, exactly as :meth:`get` with
+                ``include_deleted=True``: another user's, never stored, or removed (``remove`` and a
+                purge delete a memory's history with it, by design).
+        """
         ...
 
     def update(

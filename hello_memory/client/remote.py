@@ -270,7 +270,7 @@ class RemoteMemory(RemoteAdmin):
         return self._call("POST", "/v1/memories/search", _HITS, body=body, idempotent=True)
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
-        """Every change of one memory, oldest first (empty after ``remove``)."""
+        """Every change of one memory, oldest first; ``NotFoundError`` as ``get`` (also after ``remove``)."""
         return self._call("GET", _memory_path(memory_id, "history"), _HISTORY, user_id=self._user(user_id))
 
     # -- change -----------------------------------------------------------------------------
