@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, TypeAdapter
 
+from apps.service import users
 from apps.service.core import ServiceCore
 from apps.service.deps import Who, core_of
 from apps.service.models import (
@@ -188,9 +189,10 @@ async def remove(memory_id: str, core: Core, who: Who, user_id: UserParam = None
     return Response(status_code=204)
 
 
-@router.delete("/users/{user_id:path}", response_model=dict[str, int], tags=["users"], summary="forget_user")
+@router.delete("/users/{user_id:path}", response_model=dict[str, int], tags=["users"],
+               summary="forget_user: memories and the default knowledge base docs_<user>")
 async def forget_user(user_id: str, core: Core, who: Who) -> Response:
-    return json_response(await core.run(core.memory.forget_user, who.user(user_id)), _COUNTS)
+    return json_response(await core.run(users.forget_user, core, who.user(user_id)), _COUNTS)
 
 
 @router.get("/users", response_model=list[MemoryStats], tags=["users"], summary="stats of every user (admin)")
