@@ -209,7 +209,12 @@ class MemoryAPI(Protocol):
         ...
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        """Remove everything of ``user_id`` from every store; returns per-store counts."""
+        """Remove every memory of ``user_id`` from every store; returns per-store counts.
+
+        Knowledge bases are not memories: in process, RAG namespaces stay (clear the app's
+        ``docs_<user>`` with ``RAGPipeline.clear``); the memory service deletes the user's default
+        knowledge base as well (``knowledge_base:…`` counts; docs/service.md, "Users and deletion").
+        """
         ...
 
     def stats(self, *, user_id: str | None = None) -> MemoryStats:

@@ -347,7 +347,7 @@ class RemoteMemory(RemoteAdmin):
         return self._call("POST", "/v1/memories/clear", _COUNT, body={"user_id": self._user(user_id)}).count
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        """Remove everything of ``user_id`` from every store; returns per-store counts."""
+        """Remove every memory of ``user_id`` and their default knowledge base ``docs_<user>``; counts."""
         return self._call("DELETE", f"/v1/users/{quote(check_id(user_id, 'user_id'), safe='')}", _COUNTS)
 
     # -- reports ----------------------------------------------------------------------------
