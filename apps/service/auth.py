@@ -107,7 +107,7 @@ def read_keys_file(path: Path) -> dict[str, Principal]:
         entries = raw["keys"]
         if not isinstance(entries, list):
             raise TypeError("'keys' must be a list")
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:  # RecursionError: nested too deep
         raise InvalidInputError(f"cannot read the keys file {str(path)!r}: {e}", field="keys_file") from e
     out: dict[str, Principal] = {}
     for n, entry in enumerate(entries):

@@ -93,7 +93,9 @@ def test_keys_from_settings_and_file(tmp_path):
 
 @pytest.mark.parametrize("content", ["not json", '{"keys": 5}', '{"keys": [{"key": "short", "user_id": "a"}]}',
                                      '{"keys": [{"key": "long-enough-key", "user_id": ""}]}',
-                                     '{"keys": [{"key": "long-enough-key", "user_id": "a", "role": "x"}]}'])
+                                     '{"keys": [{"key": "long-enough-key", "user_id": "a", "role": "x"}]}',
+                                     '{"keys": ' + "[" * 5000 + "]" * 5000 + "}"],
+                         ids=range(6))
 def test_bad_keys_files_are_clear_errors(tmp_path, content):
     path = tmp_path / "keys.json"
     path.write_text(content, encoding="utf-8")
