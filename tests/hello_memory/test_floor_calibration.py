@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -103,3 +104,15 @@ def test_the_query_script_picks_the_floor() -> None:
 def test_an_embedder_whose_cosines_mean_nothing_has_no_dense_floor() -> None:
     fake = floor_for(_Named("fake-sha256:32"), "anything at all?")  # type: ignore[arg-type]
     assert fake == Floor(None, calibration.LEXICAL)
+
+
+def test_floor_cosine_setting_replaces_every_script(tmp_path: Path) -> None:
+    from hello_memory.core import floor
+    from hello_memory.settings import Settings
+
+    e5 = _Named(E5_NAME)
+    fixed = Settings(home=tmp_path, floor_cosine=0.5)
+    for query in ("Where did I park?", "我把车停哪了？"):
+        assert floor.of(fixed, e5, query) == Floor(0.5, calibration.LEXICAL)  # type: ignore[arg-type]
+    assert floor.of(Settings(home=tmp_path), e5, "我把车停哪了？") == SHIPPED[E5_NAME]["zh"]  # type: ignore[arg-type]
+    assert floor.of(Settings(home=tmp_path, relevance_floor=False), e5, "Where did I park?") is None  # type: ignore[arg-type]
