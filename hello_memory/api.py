@@ -161,7 +161,13 @@ class MemoryAPI(Protocol):
         ...
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
-        """Every change of one memory, oldest first (empty after ``remove``)."""
+        """Every change of one memory, oldest first; a forgotten (restorable) memory keeps its history.
+
+        Raises:
+            NotFoundError: the user holds no memory with this id, exactly as :meth:`get` with
+                ``include_deleted=True``: another user's, never stored, or removed (``remove`` and a
+                purge delete a memory's history with it, by design).
+        """
         ...
 
     def update(
@@ -233,7 +239,12 @@ class MemoryAPI(Protocol):
         ...
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        """Remove everything of ``user_id`` from every store; returns per-store counts."""
+        """Remove every memory of ``user_id`` from every store; returns per-store counts.
+
+        Knowledge bases are not memories: in process, RAG namespaces stay (clear the app's
+        ``docs_<user>`` with ``RAGPipeline.clear``); the memory service deletes the user's default
+        knowledge base as well (``knowledge_base:…`` counts; docs/service.md, "Users and deletion").
+        """
         ...
 
     def stats(self, *, user_id: str | None = None) -> MemoryStats:

@@ -268,7 +268,9 @@ class MemoryManager(ManagerAdmin):
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """See :meth:`MemoryAPI.history <hello_memory.api.MemoryAPI.history>`."""
-        return self._open().records.history(check_id(memory_id, "memory_id"), self._user(user_id))
+        core, uid, mid = self._open(), self._user(user_id), check_id(memory_id, "memory_id")
+        writes.get(core, uid, mid, include_deleted=True)  # NotFoundError as get: not the user's, or removed
+        return core.records.history(mid, uid)
 
     # -- change -----------------------------------------------------------------------------
     def update(

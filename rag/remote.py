@@ -82,7 +82,7 @@ class RemoteRAG:
         body: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> T:
-        return adapter.validate_json(self._http.request(method, self._base + path, body=body, **kwargs))
+        return self._http.call(method, self._base + path, adapter, body=body, **kwargs)
 
     def close(self) -> None:
         """Release the connection pool; idempotent."""

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, TypeAdapter
 
+from apps.service import users
 from apps.service.core import ServiceCore
 from apps.service.deps import Who, core_of
 from apps.service.models import (
@@ -24,6 +25,7 @@ from apps.service.models import (
     SearchMemories,
     UpdateMemory,
 )
+from apps.service.routing import ServiceRoute
 from hello_memory import __version__
 from hello_memory.context import ContextBlock
 from hello_memory.models import (
@@ -37,7 +39,7 @@ from hello_memory.models import (
 )
 from hello_memory.wire import Count, Identity, Summary
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", route_class=ServiceRoute)
 Core = Annotated[ServiceCore, Depends(core_of)]
 UserParam = Annotated[str | None, Query(description="the user to act for; default the API key's user")]
 _MEDIA_KEYS = ("file_path", "source_path")
@@ -190,9 +192,10 @@ async def remove(memory_id: str, core: Core, who: Who, user_id: UserParam = None
     return Response(status_code=204)
 
 
-@router.delete("/users/{user_id:path}", response_model=dict[str, int], tags=["users"], summary="forget_user")
+@router.delete("/users/{user_id:path}", response_model=dict[str, int], tags=["users"],
+               summary="forget_user: memories and the default knowledge base docs_<user>")
 async def forget_user(user_id: str, core: Core, who: Who) -> Response:
-    return json_response(await core.run(core.memory.forget_user, who.user(user_id)), _COUNTS)
+    return json_response(await core.run(users.forget_user, core, who.user(user_id)), _COUNTS)
 
 
 @router.get("/users", response_model=list[MemoryStats], tags=["users"], summary="stats of every user (admin)")

@@ -27,7 +27,7 @@ class KeyGrant(BaseModel):
     user_id: str = Field(min_length=1, description="the key's user: it reaches only this user's memories")
     namespaces: list[str] | None = Field(
         default=None,
-        description="knowledge bases the key reaches; default the user id and docs_<user id> (the app's)",
+        description="knowledge bases the key reaches; default docs_<user id> alone (the app's)",
     )
     admin: bool = Field(default=False, description="may act for any user and namespace")
 

@@ -60,6 +60,7 @@ _CONSOLIDATE = TypeAdapter(ConsolidateReport)
 _CONTEXT = TypeAdapter(ContextBlock)
 _COUNT = TypeAdapter(Count)
 _SUMMARY = TypeAdapter(Summary)
+_IDENTITY = TypeAdapter(Identity)
 _TIMES = ("created_at", "valid_from")
 
 
@@ -106,7 +107,7 @@ class RemoteMemory(RemoteAdmin):
     def identity(self) -> Identity:
         """Who the API key is and what the service serves (fetched once)."""
         if self._identity is None:
-            self._identity = Identity.model_validate_json(self._http.request("GET", "/v1/me"))
+            self._identity = self._http.call("GET", "/v1/me", _IDENTITY)
         return self._identity
 
     @property
@@ -133,8 +134,7 @@ class RemoteMemory(RemoteAdmin):
         **params: Any,
     ) -> T:
         """One request; the response validated as ``adapter``'s type (the library's models)."""
-        raw = self._http.request(method, path, body=body, params=params, idempotent=idempotent)
-        return adapter.validate_json(raw)
+        return self._http.call(method, path, adapter, body=body, params=params, idempotent=idempotent)
 
     def _add(
         self, path: str, adapter: TypeAdapter[T], body: dict[str, Any], specs: list[dict[str, Any]]
@@ -270,7 +270,7 @@ class RemoteMemory(RemoteAdmin):
         return self._call("POST", "/v1/memories/search", _HITS, body=body, idempotent=True)
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
-        """Every change of one memory, oldest first (empty after ``remove``)."""
+        """Every change of one memory, oldest first; ``NotFoundError`` as ``get`` (also after ``remove``)."""
         return self._call("GET", _memory_path(memory_id, "history"), _HISTORY, user_id=self._user(user_id))
 
     # -- change -----------------------------------------------------------------------------
@@ -347,7 +347,7 @@ class RemoteMemory(RemoteAdmin):
         return self._call("POST", "/v1/memories/clear", _COUNT, body={"user_id": self._user(user_id)}).count
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        """Remove everything of ``user_id`` from every store; returns per-store counts."""
+        """Remove every memory of ``user_id`` and their default knowledge base ``docs_<user>``; counts."""
         return self._call("DELETE", f"/v1/users/{quote(check_id(user_id, 'user_id'), safe='')}", _COUNTS)
 
     # -- reports ----------------------------------------------------------------------------
