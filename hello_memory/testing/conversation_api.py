@@ -76,9 +76,9 @@ class ConversationContract:
 
     def test_a_message_keeps_its_own_time_and_the_others_follow_the_call(self, memory: MemoryAPI) -> None:
         own = datetime(2023, 5, 7, 9, 0, tzinfo=timezone.utc)
-        messages = [{**CHAT[0], "created_at": own.isoformat()}, CHAT[1], CHAT[2]]
+        messages = [{**CHAT[0], "created_at": own}, CHAT[1], {**CHAT[2], "created_at": "2023-05-09T08:00:00"}]
         turns = memory.add(messages, session_id="trip", created_at=T0)
-        assert [t.created_at for t in turns] == [own, T0 + MS, T0 + 2 * MS]
+        assert [t.created_at for t in turns] == [own, T0 + MS, datetime(2023, 5, 9, 8, tzinfo=timezone.utc)]
         before = datetime.now(timezone.utc)
         later = memory.add([{"role": "user", "content": "and now?"}], session_id="trip")
         assert later[0].created_at >= before - timedelta(seconds=5)
