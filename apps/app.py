@@ -69,6 +69,8 @@ def create_app(
 
 def check_port(host: str, port: int) -> None:
     """Raise :class:`PortInUseError` (one line with the fix) when ``host:port`` cannot be bound."""
+    if not 0 <= port <= 65535:  # socket.bind raises OverflowError, which no entry point expects
+        raise InvalidInputError(f"port={port} is not valid: expected an integer from 0 to 65535", field="port")
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as e:
