@@ -109,6 +109,7 @@ def serve(
     keys = KeyRing.from_settings(service)
     check_bind(service.host, keys)
     require("fastapi", "service")
+    require("fastapi_offline", "service", "fastapi-offline")  # the offline /docs
     uvicorn = require("uvicorn", "service")
     from apps.service.app import create_app
 
