@@ -102,6 +102,7 @@ def serve(
     demo, factory = create_app(settings, home=home, server_url=server_url, api_key=api_key)
     logger.info("memory: %s", factory.server_url or Path(factory.settings.home).resolve())
     try:
+        factory.claim()  # the data directory is the app's from now, not from the first browser session
         demo.queue().launch(server_name=host, server_port=port, inbrowser=open_browser, share=False,
                             show_error=False, max_file_size=MAX_FILE_SIZE, footer_links=["settings"],
                             **launch_kwargs())
