@@ -23,7 +23,7 @@ def _home(value: str | None) -> Path | None:
     """``--home`` as an absolute path; an empty one is refused (it used to mean the current directory)."""
     if value is None:
         return None
-    from hello_memory.stores.open import resolve_home
+    from hello_memory.stores.home import resolve_home  # not stores.open: a service needs no store
 
     try:
         return resolve_home(value)
@@ -308,8 +308,20 @@ def demo(home: Home = None, server: Server = None, api_key: ApiKey = None) -> No
         _fail(e)
 
 
+def skip_unused_imports() -> None:
+    """Keep the command's process from importing what it never uses (start-up is most of a CLI call).
+
+    ``import httpx`` imports its own command line (``httpx._main``: rich, click, pygments: about
+    0.1 s of CPU) unless that is unavailable, in which case httpx defines a stub that only says how to
+    install it. This process never runs httpx's command line, so mark it unavailable: only here, in
+    the ``hello-memory`` process, never when the library is imported.
+    """
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def main() -> None:
     """Console-script entry point."""
+    skip_unused_imports()
     app()
 
 

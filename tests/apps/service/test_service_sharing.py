@@ -169,3 +169,19 @@ def test_the_demo_runs_through_the_service(service):
     assert result.returncode == 0, result.stderr
     assert f"memory: {service.url}" in result.stdout and "hashing-tfidf" in result.stdout
     assert "search: 张三是做什么的？" in result.stdout and "<memory_evidence>" in result.stdout
+
+
+def test_a_cli_call_through_the_service_imports_no_store(service):
+    """Start-up is most of a CLI call through a service (issue 27 §5: 1.1–1.3 s of CPU for a 21 ms
+    search): ``--home`` used to import the store module (numpy, SQLite adapters, the registry) to
+    check the path, and ``import httpx`` its own command line (rich, click, pygments)."""
+    heavy = ("numpy", "hello_memory.stores.open", "hello_memory.stores.records.sqlite", "hello_memory.manager",
+             "rag.pipeline", "rich", "pygments")
+    code = ("import atexit, sys\n"
+            f"atexit.register(lambda: print('loaded:', [m for m in {heavy!r} if sys.modules.get(m) is not None]"
+            ", file=sys.stderr))\n"
+            "from apps.cli import main\nsys.argv = ['hello-memory', *sys.argv[1:]]\nmain()")
+    out = subprocess.run([sys.executable, "-c", code, "search", "anything", "--home", str(service.home)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120, env=service_env())
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "loaded: []" in out.stderr, out.stderr[-2000:]
