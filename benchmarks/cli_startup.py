@@ -11,8 +11,9 @@ them); every command then runs ``--runs`` times with the cache warm. ``--service
 ``hello-memory serve`` on the data directory (same checkout), so the commands go through it and
 time only the client: Python, the CLI's imports, one HTTP call. Each run reports the median and
 the minimum of the wall time and of the child's CPU time (user + system, from ``getrusage``),
-which a loaded machine inflates far less than the wall time. ``--pythonpath`` times another
-checkout (e.g. the main branch) in the same run, so the two are comparable on a noisy machine.
+which a loaded machine inflates far less than the wall time, and the 1-minute load average at
+the start and the end. ``--pythonpath`` times another checkout (e.g. the main branch) in the same
+run, the checkouts taking turns in every round, so the two are comparable on a noisy machine.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,36 +90,56 @@ def _ready_url(home: Path) -> str | None:
 def measure_cli(
     runs: int = 5, *, pythonpath: str | None = None, embedder: str | None = None, service: bool = False
 ) -> dict[str, Any]:
-    """Wall and CPU times (s) of the CLI commands in fresh processes: standalone, the cold first ``add``
-    then each warm; with ``service``, each through a running ``hello-memory serve``."""
-    with tempfile.TemporaryDirectory(prefix="hm-cli-") as folder:
+    """Wall and CPU times (s) of the CLI commands in fresh processes, for one checkout."""
+    return measure_checkouts([pythonpath], runs, embedder=embedder, service=service)[0]
+
+
+def measure_checkouts(
+    pythonpaths: list[str | None], runs: int = 5, *, embedder: str | None = None, service: bool = False
+) -> list[dict[str, Any]]:
+    """Wall and CPU times (s) of the CLI commands, for each checkout (``None``: this process's path).
+
+    Standalone, each checkout's cold first ``add``, then each command warm; with ``service``, each
+    through its checkout's ``hello-memory serve``. The checkouts take turns in every round, so a load
+    that changes during the run weighs on all of them alike.
+    """
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="hm-cli-") as folder, ExitStack() as services:
         tmp = Path(folder)
-        env = {**os.environ, "HELLO_MEMORY_HOME": str(tmp / "data")}
-        if not service:  # the service warms the model itself: its cache stays the user's
-            (tmp / "cache").mkdir()
-            env["XDG_CACHE_HOME"] = str(tmp / "cache")
-        if pythonpath is not None:
-            env["PYTHONPATH"] = pythonpath
-        if embedder is not None:
-            env["HELLO_MEMORY_EMBEDDER"] = embedder
-        python = statistics.median(_time_python(env, tmp) for _ in range(max(runs, 1)))
-        if service:
-            with _service(env, tmp) as url:
-                cold = None
-                warm = {name: [_run(args, env, tmp) for _ in range(runs)] for name, args in COMMANDS.items()}
-        else:
-            url, cold = None, _run(COMMANDS["add"], env, tmp)[0]
-            warm = {name: [_run(args, env, tmp) for _ in range(runs)] for name, args in COMMANDS.items()}
-    return {
-        "pythonpath": pythonpath or os.environ.get("PYTHONPATH", ""),
+        envs = [_env(tmp / f"checkout{i}", p, embedder, service) for i, p in enumerate(pythonpaths)]
+        python = statistics.median(_time_python(envs[0], tmp) for _ in range(max(runs, 1)))
+        for env in envs if service else []:
+            services.enter_context(_service(env, tmp))
+        cold = [None if service else _run(COMMANDS["add"], env, tmp)[0] for env in envs]
+        times: list[dict[str, list[tuple[float, float]]]] = [{n: [] for n in COMMANDS} for _ in envs]
+        for _ in range(runs):
+            for env, measured in zip(envs, times, strict=True):
+                for name, args in COMMANDS.items():
+                    measured[name].append(_run(args, env, tmp))
+    load = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    return [{
+        "pythonpath": p or os.environ.get("PYTHONPATH", ""),
         "embedder": embedder or "default",
-        "through_service": url is not None,
+        "through_service": service,
         "runs": runs,
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "load_average": load,
         "python_startup_s": round(python, 3),
-        "first_add_cold_cache_s": None if cold is None else round(cold, 3),
-        "commands": {name: _summary(t) for name, t in warm.items()},
-    }
+        "first_add_cold_cache_s": None if c is None else round(c, 3),
+        "commands": {name: _summary(t) for name, t in measured.items()},
+    } for p, c, measured in zip(pythonpaths, cold, times, strict=True)]
+
+
+def _env(folder: Path, pythonpath: str | None, embedder: str | None, service: bool) -> dict[str, str]:
+    folder.mkdir(parents=True)
+    env = {**os.environ, "HELLO_MEMORY_HOME": str(folder / "data")}
+    if not service:  # the service warms the model itself: its cache stays the user's
+        (folder / "cache").mkdir()
+        env["XDG_CACHE_HOME"] = str(folder / "cache")
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
+    if embedder is not None:
+        env["HELLO_MEMORY_EMBEDDER"] = embedder
+    return env
 
 
 def _summary(times: list[tuple[float, float]]) -> dict[str, float]:
@@ -143,7 +164,7 @@ def to_markdown(results: list[dict[str, Any]]) -> str:
         cells = [f"{c['median_s']} / {c['median_cpu_s']} ({c['min_s']})" for c in (r["commands"][n] for n in names)]
         mode = "through the service" if r.get("through_service") else "standalone"
         cold = r["first_add_cold_cache_s"] if r["first_add_cold_cache_s"] is not None else "—"
-        load = "–".join(str(x) for x in r.get("load_average", [])[:1])
+        load = "–".join(str(x) for x in r.get("load_average", []))
         lines.append(f"| {r['pythonpath'] or '(installed)'} | {mode} | {load} | {r['python_startup_s']} | {cold} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -158,9 +179,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ap.add_argument("--service", action="store_true", help="time the commands through a running service")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    results = [measure_cli(args.runs, embedder=args.embedder, service=args.service)]
-    results += [measure_cli(args.runs, pythonpath=p, embedder=args.embedder, service=args.service)
-                for p in args.pythonpath or []]
+    results = measure_checkouts([None, *(args.pythonpath or [])], args.runs, embedder=args.embedder,
+                                service=args.service)
     print(to_markdown(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
