@@ -174,9 +174,10 @@ def test_the_demo_runs_through_the_service(service):
 def test_a_cli_call_through_the_service_imports_no_store(service):
     """Start-up is most of a CLI call through a service (issue 27 §5: 1.1–1.3 s of CPU for a 21 ms
     search): ``--home`` used to import the store module (numpy, SQLite adapters, the registry) to
-    check the path, and ``import httpx`` its own command line (rich, click, pygments)."""
+    check the path, ``import httpx`` its own command line (rich, click, pygments), and httpcore
+    HTTP/2 and trio where installed."""
     heavy = ("numpy", "hello_memory.stores.open", "hello_memory.stores.records.sqlite", "hello_memory.manager",
-             "rag.pipeline", "rich", "pygments")
+             "rag.pipeline", "rich", "pygments", "h2", "hpack", "trio")
     code = ("import atexit, sys\n"
             f"atexit.register(lambda: print('loaded:', [m for m in {heavy!r} if sys.modules.get(m) is not None]"
             ", file=sys.stderr))\n"
