@@ -73,8 +73,11 @@ def explain_settings_error(
         found = re.search(r'field "([^"]+)"', str(error))
         name = found.group(1) if found else None
         info = cls.model_fields.get(name or "")
-        reason = f"not valid JSON ({error.__cause__})" if isinstance(error.__cause__, json.JSONDecodeError) \
+        reason = (
+            f"not valid JSON ({error.__cause__})"
+            if isinstance(error.__cause__, json.JSONDecodeError)
             else "not valid"
+        )
         label = _label(cls, name, info, given) if name and info else "a setting"
         accepts = f": expected {_accepts(info)}" if info else ""
         return InvalidInputError(f"{label} is {reason}{accepts}", field=name)
@@ -120,8 +123,9 @@ def _secret(info: FieldInfo) -> bool:
 
 def _accepts(info: FieldInfo) -> str:
     """What a field accepts, in words: "one of a, b", "an integer from 0 to 65535", "true or false"."""
-    if info.json_schema_extra and isinstance(info.json_schema_extra, dict) and "accepts" in info.json_schema_extra:
-        return str(info.json_schema_extra["accepts"])
+    extra = info.json_schema_extra
+    if isinstance(extra, dict) and "accepts" in extra:  # a field's own words (ServiceSettings.api_keys)
+        return str(extra["accepts"])
     kind: Any = info.annotation
     if get_origin(kind) in (Union, UnionType):  # Optional[X]: what X accepts (None is never typed in)
         kinds = [a for a in get_args(kind) if a is not type(None)]
@@ -141,7 +145,12 @@ def _accepts(info: FieldInfo) -> str:
 
 def _number(kind: type, metadata: list[Any]) -> str:
     noun = "an integer" if kind is int else "a number"
-    bounds = {k: getattr(m, k) for m in metadata for k in ("ge", "gt", "le", "lt") if getattr(m, k, None) is not None}
+    bounds = {
+        k: getattr(m, k)
+        for m in metadata
+        for k in ("ge", "gt", "le", "lt")
+        if getattr(m, k, None) is not None
+    }
     if "ge" in bounds and "le" in bounds:
         return f"{noun} from {bounds['ge']} to {bounds['le']}"
     words = {"gt": "above", "ge": "of at least", "lt": "below", "le": "of at most"}
