@@ -33,6 +33,7 @@ from apps.service.deps import ServiceState
 from apps.service.limits import BodyLimit, ServerTiming
 from apps.service.routing import ServiceRoute
 from hello_memory import __version__
+from hello_memory._lazy import require
 from hello_memory.client.discovery import home_id
 from hello_memory.errors import HelloMemoryError, InvalidInputError, NotFoundError
 from hello_memory.wire import ErrorBody, ErrorDetail, encode
@@ -115,11 +116,15 @@ def create_app(core: ServiceCore, keys: KeyRing | None = None, *, close_on_shutd
         if close_on_shutdown:
             core.close()
 
-    app = FastAPI(
+    # /docs and /redoc from files shipped in fastapi-offline, not FastAPI's CDN (blank offline), and no
+    # online validator badge: the pages name no other host.
+    offline = require("fastapi_offline", "service", "fastapi-offline")
+    app: FastAPI = offline.FastAPIOffline(
         title="hello-memory",
         version=__version__,
         description="Multi-tier memory and RAG for LLM agents: the MemoryManager and RAGPipeline API over HTTP.",
         lifespan=lifespan,
+        swagger_ui_parameters={"validatorUrl": None},
     )
     app.router.route_class = ServiceRoute  # the health routes too: every route checks what it is sent
     app.state.service = ServiceState(core=core, keys=keys or KeyRing.from_settings(core.service))
