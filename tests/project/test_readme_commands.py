@@ -120,6 +120,16 @@ def test_the_first_snippet_shows_the_context_it_promises(tmp_path):
     assert "RAG" in context and "[episodic memory," in context, out.stdout
 
 
+def test_the_conversation_snippet_stores_turns_with_their_speakers(tmp_path):
+    [snippet] = _python_blocks("### Store chat history: add the conversation")
+    out = _run_python(snippet, tmp_path, HELLO_MEMORY_EMBEDDER="tfidf")
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert "('Caroline: I went to a LGBTQ support group yesterday.', ['Caroline'])" in lines[0], out.stdout
+    assert "('It sounds like a meaningful step.', ['assistant'])" in lines[0], out.stdout
+    assert lines[1].endswith("Caroline: I went to a LGBTQ support group yesterday."), out.stdout
+
+
 def test_the_rag_snippet_answers_from_the_document(tmp_path):
     _guide_pdf(tmp_path)
     [snippet] = _python_blocks("### RAG over your documents")
