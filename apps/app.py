@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from apps.ports import PortInUseError, check_port
 from apps.sessions import AssistantFactory
-from hello_memory import HelloMemoryError, InvalidInputError, Settings
+from hello_memory import HelloMemoryError, Settings
 from hello_memory.embedders.base import Embedder
 from hello_memory.llm.base import LLMClient
 
@@ -24,10 +24,6 @@ if TYPE_CHECKING:
     import gradio as gr
 
 logger = logging.getLogger(__name__)
-
-
-class PortInUseError(HelloMemoryError, OSError):
-    """The app's port cannot be bound (in use); the message names the ``--port`` to try."""
 
 
 DEFAULT_HOST = "127.0.0.1"
@@ -65,24 +61,6 @@ def create_app(
     url = service_url(settings, server_url)
     factory = AssistantFactory(settings, embedder=embedder, llm=llm, server_url=url, api_key=api_key)
     return build_app(factory), factory
-
-
-def check_port(host: str, port: int) -> None:
-    """Raise :class:`PortInUseError` (one line with the fix) when ``host:port`` cannot be bound."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as e:
-        raise InvalidInputError(f"cannot serve on {host!r}: {e}; use --host 127.0.0.1", field="host") from e
-    family, _, _, _, address = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Gradio's server binds
-        try:
-            s.bind(address)
-        except OSError as e:
-            raise PortInUseError(
-                f"cannot listen on {host}:{port} ({e.strerror or e}): stop what is listening there "
-                f"(another hello-memory app?) or choose another port with --port {port + 1}"
-            ) from e
 
 
 def _check_home(settings: Settings | None, home: str | Path | None) -> None:
@@ -124,6 +102,7 @@ def serve(
     demo, factory = create_app(settings, home=home, server_url=server_url, api_key=api_key)
     logger.info("memory: %s", factory.server_url or Path(factory.settings.home).resolve())
     try:
+        factory.claim()  # the data directory is the app's from now, not from the first browser session
         demo.queue().launch(server_name=host, server_port=port, inbrowser=open_browser, share=False,
                             show_error=False, max_file_size=MAX_FILE_SIZE, footer_links=["settings"],
                             **launch_kwargs())

@@ -156,7 +156,7 @@ class LearningAssistant(MemoryOps):
 
     # -- documents --------------------------------------------------------------------------
     def load_documents(
-        self, paths: Sequence[str | Path], progress: ProgressCallback | None = None
+        self, paths: Sequence[str | Path], progress: ProgressCallback | None = None, *, as_uploads: bool = False
     ) -> LoadReport:
         """Index files into the user's knowledge base, each recorded as an episodic event (0.9).
 
@@ -164,6 +164,8 @@ class LearningAssistant(MemoryOps):
         others are still loaded. Re-loading a file of the same name replaces the earlier version.
         ``progress(fraction, text)`` is told each file's conversion, then each embedding batch of its
         passages, so a single large file does not sit at 0 % for its whole indexing.
+        ``as_uploads``: the paths are temporary copies (the web app's uploads), so each document is
+        recorded and cited under its file name instead of the copy's path.
         """
         report = LoadReport()
         note: Callable[[float, str], object] = progress or (lambda f, d: None)
@@ -179,7 +181,7 @@ class LearningAssistant(MemoryOps):
                          f"正在索引 / Indexing {label}: {done}/{total} 段 / passages")
 
                 try:
-                    report.loaded.append(self._load_one(path, passages))
+                    report.loaded.append(self._load_one(path, passages, as_upload=as_uploads))
                 except HelloMemoryError as e:
                     logger.info("loading %s failed: %s", path.name, e)
                     report.failed.append(LoadFailure(file_name=path.name, error=describe_load_error(e)))
@@ -187,10 +189,12 @@ class LearningAssistant(MemoryOps):
         self.loaded += report.loaded
         return report
 
-    def _load_one(self, path: Path, progress: Callable[[int, int], object] | None = None) -> LoadedDocument:
+    def _load_one(
+        self, path: Path, progress: Callable[[int, int], object] | None = None, *, as_upload: bool = False
+    ) -> LoadedDocument:
         doc_id = str(uuid.uuid5(_DOC_IDS, f"{self.rag.namespace}\x1f{path.name}"))
         ingest = self.rag.add_document(path, document_id=doc_id, metadata={"file_name": path.name},
-                                       progress=progress)
+                                       progress=progress, source_path=path.name if as_upload else None)
         title = next((d.title for d in self.rag.list_documents() if d.document_id == doc_id), None)
         label = path.name if not title or title == path.name else f"{path.name}（{title}）"
         item = self.memory.add(

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hello_memory.cli import ApiKey, Home, Server, User, _fail, app
+from hello_memory.cli import ApiKey, Home, Server, User, _fail, app, skip_unused_imports
 from hello_memory.errors import HelloMemoryError
 
 
@@ -81,6 +81,7 @@ def serve_cmd(
 
 def main() -> None:
     """Console-script entry point."""
+    skip_unused_imports()
     app()
 
 

@@ -130,7 +130,8 @@ class Handlers:
             progress(0.0, desc=f"已排队 / Queued: {names}")
         session.indexing |= set(new)
         try:
-            report = la.load_documents(new, progress=lambda f, d: progress(f, desc=d))
+            # Gradio's temporary copies: each document keeps its file's own name as its source
+            report = la.load_documents(new, progress=lambda f, d: progress(f, desc=d), as_uploads=True)
         finally:
             session.indexing -= set(new)
             session.indexed |= set(new)

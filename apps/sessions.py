@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from apps.assistant import LearningAssistant, check_user_id
 from hello_memory import Settings
@@ -19,6 +20,9 @@ from hello_memory.embedders.factory import make_embedder
 from hello_memory.errors import HelloMemoryError, StoreLockedError
 from hello_memory.llm.base import LLMClient
 from hello_memory.llm.factory import make_llm
+
+if TYPE_CHECKING:
+    from hello_memory import MemoryManager
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +78,7 @@ class AssistantFactory:
         self._lock = threading.Lock()
         self._service_llm: tuple[str | None] | None = None  # (name,) once the service told
         self._open: set[LearningAssistant] = set()  # strong: Gradio may drop a session without a callback
+        self._claim: MemoryManager | None = None
 
     @property
     def advanced_available(self) -> bool:
@@ -139,9 +144,34 @@ class AssistantFactory:
 
             raise locked_home(self.settings.home) from e
 
+    def claim(self) -> None:
+        """Hold the data directory from now until :meth:`close_all`, before any session opens it.
+
+        Sessions open their stores on their first action; without a claim another process (a CLI
+        command, the demo) could take the directory in between and the app's next answer would be
+        an error. Opening the memory takes the directory's lock and leaves the model unloaded. Through
+        a memory service there is nothing to hold.
+
+        Raises:
+            StoreLockedError: another process holds the directory (naming it, and what to do).
+        """
+        if self.server_url is not None or self._claim is not None:
+            return
+        from hello_memory import MemoryManager
+
+        try:
+            self._claim = MemoryManager(self.settings, embedder=self.embedder)
+        except StoreLockedError as e:
+            from hello_memory.client.discovery import locked_home
+
+            raise locked_home(self.settings.home) from e
+
     def close_all(self) -> None:
-        """Close every assistant still open (at shutdown)."""
+        """Close every assistant still open and release the claim on the data directory (at shutdown)."""
         with self._lock:
             open_now, self._open = list(self._open), set()
+            claim, self._claim = self._claim, None
         for la in open_now:
             la.close()
+        if claim is not None:
+            claim.close()

@@ -20,10 +20,11 @@ def setting_defaults(system: Any, sweep: Sequence[Setting]) -> dict[str, Any]:
     out = {}
     for s in sweep:
         value = getattr(settings, s.name)
-        if s.name in ("floor_cosine", "floor_lexical") and value is None:  # the embedder's calibration
-            from hello_memory.core.relevance import calibrated_floor
+        if s.name == "floor_lexical" and value is None:  # the calibrated value, the same in every script
+            from hello_memory.core.calibration import LEXICAL
 
-            value = getattr(calibrated_floor(system._shared_embedder(settings).name), s.name.split("_")[1])
+            value = LEXICAL
+        # floor_cosine stays None: the embedder's calibrated floor for each query's script
         out[s.name] = value
     return out
 

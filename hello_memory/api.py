@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
 from hello_memory.context import ContextBlock
 from hello_memory.models import (
@@ -35,6 +35,8 @@ from hello_memory.models import (
 )
 
 Query = str | Sequence[Mapping[str, Any] | tuple[str, str]]
+#: A conversation: ``[{"role": ..., "content": ..., "name"?: ..., "created_at"?: ...}, ...]`` (see ``add``).
+Messages = Sequence[Mapping[str, Any]]
 TimeRange = tuple[datetime | str | None, datetime | str | None]
 
 
@@ -58,11 +60,23 @@ class MemoryAPI(Protocol):
         """The memory tiers this memory serves."""
         ...
 
+    @overload
+    def add(
+        self, content: str, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
+    ) -> MemoryItem: ...
+    @overload
+    def add(
+        self, content: Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
+    ) -> list[MemoryItem]: ...
     def add(
         self,
-        content: str,
+        content: str | Messages,
         *,
-        memory_type: str | MemoryType = "working",
+        memory_type: str | MemoryType | None = None,
         importance: float = 0.5,
         user_id: str | None = None,
         session_id: str | None = None,
@@ -70,15 +84,31 @@ class MemoryAPI(Protocol):
         metadata: dict[str, Any] | None = None,
         memory_id: str | None = None,
         **fields: Any,
-    ) -> MemoryItem:
-        """Store one memory and return it (with its full UUID).
+    ) -> MemoryItem | list[MemoryItem]:
+        """Store one memory and return it (with its full UUID), or a conversation and return its turns.
 
-        ``fields`` sets type-specific fields (``event_type``, ``tags``, ``source_path``, ...).
-        ``memory_id`` (a full UUID chosen by the caller) makes the call idempotent: a retry with the
-        same id and content returns the stored memory and stores nothing; the same id with other
-        content, type or user raises :class:`~hello_memory.errors.IdConflictError`.
-        Raises ``InvalidInputError`` for bad input and ``EmbeddingError``/``StoreError`` when a
-        backend fails — in every case nothing is stored.
+        ``memory_type`` defaults to working memory for a text. ``fields`` sets type-specific fields
+        (``event_type``, ``tags``, ``source_path``, ...). ``memory_id`` (a full UUID chosen by the
+        caller) makes the call idempotent: a retry with the same id and content returns the stored
+        memory and stores nothing; the same id with other content, type or user raises
+        :class:`~hello_memory.errors.IdConflictError`.
+
+        **A conversation** — ``content`` a list of chat messages ``{"role", "content", "name"?,
+        "created_at"?, "memory_id"?}`` (OpenAI's format), ``session_id`` required — is stored as one
+        episodic memory per message, returned as a list in the messages' order: the message's text as
+        content (``"Caroline: text"`` when it has a ``name``: questions name people), its speaker
+        (``name``, else ``role``) as participant, ``event_type="conversation"``,
+        its ``created_at`` or else the call's ``created_at`` (default now) plus its position in
+        milliseconds. Search then reads each turn with the turns around it, prefers the turns of a
+        person the query names, and finds them by time. ``importance``, ``metadata`` and ``fields``
+        apply to every turn. Ids are derived (``uuid5``) from the user, the session, the speaker,
+        the text, the message's own time and how many equal messages came before it in the list: the
+        same call made again, or the whole conversation sent again with new messages at its end,
+        stores only what is new. Sending a session in parts, give messages their ``created_at`` (or
+        ``memory_id``), or an equal message of another part ("ok" twice) counts as stored already.
+
+        Raises ``InvalidInputError`` for bad input (for a conversation: any bad message) and
+        ``EmbeddingError``/``StoreError`` when a backend fails — in every case nothing is stored.
         """
         ...
 
@@ -131,7 +161,13 @@ class MemoryAPI(Protocol):
         ...
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
-        """Every change of one memory, oldest first (empty after ``remove``)."""
+        """Every change of one memory, oldest first; a forgotten (restorable) memory keeps its history.
+
+        Raises:
+            NotFoundError: the user holds no memory with this id, exactly as :meth:`get` with
+                ``include_deleted=True``: another user's, never stored, or removed (``remove`` and a
+                purge delete a memory's history with it, by design).
+        """
         ...
 
     def update(
@@ -203,7 +239,12 @@ class MemoryAPI(Protocol):
         ...
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        """Remove everything of ``user_id`` from every store; returns per-store counts."""
+        """Remove every memory of ``user_id`` from every store; returns per-store counts.
+
+        Knowledge bases are not memories: in process, RAG namespaces stay (clear the app's
+        ``docs_<user>`` with ``RAGPipeline.clear``); the memory service deletes the user's default
+        knowledge base as well (``knowledge_base:…`` counts; docs/service.md, "Users and deletion").
+        """
         ...
 
     def stats(self, *, user_id: str | None = None) -> MemoryStats:

@@ -23,7 +23,7 @@ def _home(value: str | None) -> Path | None:
     """``--home`` as an absolute path; an empty one is refused (it used to mean the current directory)."""
     if value is None:
         return None
-    from hello_memory.stores.open import resolve_home
+    from hello_memory.stores.home import resolve_home  # not stores.open: a service needs no store
 
     try:
         return resolve_home(value)
@@ -308,8 +308,31 @@ def demo(home: Home = None, server: Server = None, api_key: ApiKey = None) -> No
         _fail(e)
 
 
+#: Modules the ``hello-memory`` process never uses, though libraries import them when installed:
+#: httpx its own command line (``httpx._main``: rich, click, pygments, about 0.1 s of CPU); httpcore
+#: HTTP/2 (``h2``, pulled in by qdrant-client's ``httpx[http2]``) and ``trio``, about 0.2 s more. Each
+#: import is optional (the library falls back when it fails), and nothing here asks for HTTP/2 or trio.
+UNUSED_IMPORTS = ("httpx._main",)
+UNUSED_BY_MEMORY_COMMANDS = ("h2", "trio")
+MEMORY_COMMANDS = frozenset({"add", "search", "stats", "forget", "export", "import", "reindex", "demo"})
+
+
+def skip_unused_imports(argv: list[str] | None = None) -> None:
+    """Keep the command's process from importing what it never uses (start-up is most of a CLI call).
+
+    Only in the ``hello-memory`` process (its ``main``), never when the library is imported: the
+    memory commands (``argv[1]``) reach a service with one synchronous HTTP/1.1 client, so they also
+    skip HTTP/2 and trio; ``serve``, ``mcp`` and ``app`` keep every library as it is.
+    """
+    argv = sys.argv if argv is None else argv
+    unused = UNUSED_IMPORTS + (UNUSED_BY_MEMORY_COMMANDS if argv[1:2] and argv[1] in MEMORY_COMMANDS else ())
+    for name in unused:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+
+
 def main() -> None:
     """Console-script entry point."""
+    skip_unused_imports()
     app()
 
 

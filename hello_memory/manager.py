@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
+from hello_memory.api import Messages
 from hello_memory.core import (
     MemoryCore,
     deletes,
@@ -159,11 +160,23 @@ class MemoryManager(ManagerAdmin):
         self.close()
 
     # -- add --------------------------------------------------------------------------------
+    @overload
+    def add(
+        self, content: str, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
+    ) -> MemoryItem: ...
+    @overload
+    def add(
+        self, content: Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
+    ) -> list[MemoryItem]: ...
     def add(
         self,
-        content: str,
+        content: str | Messages,
         *,
-        memory_type: str | MemoryType = "working",
+        memory_type: str | MemoryType | None = None,
         importance: float = 0.5,
         user_id: str | None = None,
         session_id: str | None = None,
@@ -171,23 +184,17 @@ class MemoryManager(ManagerAdmin):
         metadata: dict[str, Any] | None = None,
         memory_id: str | None = None,
         **fields: Any,
-    ) -> MemoryItem:
+    ) -> MemoryItem | list[MemoryItem]:
         """See :meth:`MemoryAPI.add <hello_memory.api.MemoryAPI.add>`."""
         core = self._open()
-        item = _items.build_item(
-            enabled=self.enabled,
-            now=core.now(),
-            content=content,
-            memory_type=memory_type,
-            importance=importance,
-            user_id=self._user(user_id),
-            session_id=session_id,
-            created_at=created_at,
-            metadata=metadata,
-            fields=fields,
-            memory_id=memory_id,
-        )
-        return self._store([item])[0]
+        args: dict[str, Any] = {
+            "enabled": self.enabled, "now": core.now(), "content": content, "memory_type": memory_type,
+            "importance": importance, "user_id": self._user(user_id), "session_id": session_id,
+            "created_at": created_at, "metadata": metadata, "fields": fields, "memory_id": memory_id,
+        }
+        if _items.is_conversation(content):
+            return self._store(_items.build_turns(**args))
+        return self._store([_items.build_item(**args)])[0]
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
         """See :meth:`MemoryAPI.add_many <hello_memory.api.MemoryAPI.add_many>`."""
@@ -261,7 +268,9 @@ class MemoryManager(ManagerAdmin):
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
         """See :meth:`MemoryAPI.history <hello_memory.api.MemoryAPI.history>`."""
-        return self._open().records.history(check_id(memory_id, "memory_id"), self._user(user_id))
+        core, uid, mid = self._open(), self._user(user_id), check_id(memory_id, "memory_id")
+        writes.get(core, uid, mid, include_deleted=True)  # NotFoundError as get: not the user's, or removed
+        return core.records.history(mid, uid)
 
     # -- change -----------------------------------------------------------------------------
     def update(

@@ -3,16 +3,26 @@
 Nothing reads the environment at import time: ``Settings()`` reads it when it is built, and
 library classes take a ``Settings`` (or explicit keyword arguments) instead of reading it
 themselves. The conventional names ``QDRANT_URL``, ``NEO4J_URI``, ``DASHSCOPE_API_KEY`` and
-``LLM_*`` are accepted alongside the prefixed ones.
+``LLM_*`` are accepted alongside the prefixed ones. A bad value raises :class:`InvalidInputError` in
+one line naming the variable and what it accepts (``HELLO_MEMORY_FUSION='bogus' is not valid:
+expected one of convex, rrf, dense``), which every entry point prints as is and exits 2.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+
+from hello_memory.errors import InvalidInputError
 
 
 def _env(name: str) -> AliasChoices:
@@ -39,7 +49,115 @@ PRESETS: dict[str, dict[str, object]] = {
 }
 
 
-class Settings(BaseSettings):
+class ExplainedSettings(BaseSettings):
+    """Settings whose bad values raise :class:`InvalidInputError` in one line (not pydantic's traceback).
+
+    The line names the value as the user wrote it — the environment variable, or the keyword — and
+    what the field accepts, so every entry point can print it as is and exit 2. Secret fields
+    (``SecretStr``, ``repr=False``) never echo their value.
+    """
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except (ValidationError, SettingsError) as e:
+            raise explain_settings_error(type(self), e, given=values) from e
+
+
+def explain_settings_error(
+    cls: type[BaseSettings], error: ValidationError | SettingsError, *, given: Collection[str] = ()
+) -> InvalidInputError:
+    """One line for a settings class's validation or parsing ``error``: ``<NAME>=<value> is not valid:
+    expected <what the field accepts>`` (several problems joined by ``; ``); ``field`` is the first one's."""
+    if isinstance(error, SettingsError):  # the environment held JSON that does not parse
+        found = re.search(r'field "([^"]+)"', str(error))
+        name = found.group(1) if found else None
+        info = cls.model_fields.get(name or "")
+        reason = (
+            f"not valid JSON ({error.__cause__})"
+            if isinstance(error.__cause__, json.JSONDecodeError)
+            else "not valid"
+        )
+        label = _label(cls, name, info, given) if name and info else "a setting"
+        accepts = f": expected {_accepts(info)}" if info else ""
+        return InvalidInputError(f"{label} is {reason}{accepts}", field=name)
+    problems: list[str] = []
+    fields: list[str] = []
+    for err in error.errors(include_url=False):
+        name = _field_of(cls, str(err["loc"][0])) if err["loc"] else None
+        if name is None or name in fields:  # a union reports each member's failure: say it once
+            continue
+        fields.append(name)
+        info = cls.model_fields[name]
+        shown = "" if _secret(info) or isinstance(err.get("input"), dict) else f"={err.get('input')!r:.60}"
+        problems.append(f"{_label(cls, name, info, given)}{shown} is not valid: expected {_accepts(info)}")
+    message = "; ".join(problems[:3]) or f"invalid settings: {error.error_count()} errors"
+    return InvalidInputError(message, field=fields[0] if fields else None)
+
+
+def _field_of(cls: type[BaseSettings], loc: str) -> str | None:
+    """The field a validation error's location names (a field name, or one of its aliases)."""
+    if loc in cls.model_fields:
+        return loc
+    for name, info in cls.model_fields.items():
+        if isinstance(info.validation_alias, AliasChoices) and loc in info.validation_alias.choices:
+            return name
+    return None
+
+
+def _label(cls: type[BaseSettings], name: str, info: FieldInfo, given: Collection[str]) -> str:
+    """How the user wrote the setting: the keyword, else the environment variable that is set."""
+    if name in given:
+        return name
+    if isinstance(info.validation_alias, AliasChoices):
+        choices = [c for c in info.validation_alias.choices if isinstance(c, str)]
+    else:
+        choices = [f"{cls.model_config.get('env_prefix', '')}{name}".upper()]
+    present = {k.upper() for k in os.environ}
+    return next((c for c in choices if c.upper() in present), choices[0] if choices else name)
+
+
+def _secret(info: FieldInfo) -> bool:
+    return not info.repr or SecretStr in (info.annotation, *get_args(info.annotation))
+
+
+def _accepts(info: FieldInfo) -> str:
+    """What a field accepts, in words: "one of a, b", "an integer from 0 to 65535", "true or false"."""
+    extra = info.json_schema_extra
+    if isinstance(extra, dict) and "accepts" in extra:  # a field's own words (ServiceSettings.api_keys)
+        return str(extra["accepts"])
+    kind: Any = info.annotation
+    if get_origin(kind) in (Union, UnionType):  # Optional[X]: what X accepts (None is never typed in)
+        kinds = [a for a in get_args(kind) if a is not type(None)]
+        kind = kinds[0] if len(kinds) == 1 else kind
+    if get_origin(kind) is Literal:
+        return "one of " + ", ".join(str(v) for v in get_args(kind))
+    if kind is bool:
+        return "true or false"
+    if kind in (int, float):
+        return _number(kind, info.metadata)
+    pattern = next((m.pattern for m in info.metadata if getattr(m, "pattern", None)), None)
+    if kind is str and pattern:
+        return f"text matching {pattern}"
+    words = {dict: "a JSON object", list: "a JSON list", Path: "a path", SecretStr: "text", str: "text"}
+    return words.get(get_origin(kind) or kind, f"a {getattr(kind, '__name__', kind)}")
+
+
+def _number(kind: type, metadata: list[Any]) -> str:
+    noun = "an integer" if kind is int else "a number"
+    bounds = {
+        k: getattr(m, k)
+        for m in metadata
+        for k in ("ge", "gt", "le", "lt")
+        if getattr(m, k, None) is not None
+    }
+    if "ge" in bounds and "le" in bounds:
+        return f"{noun} from {bounds['ge']} to {bounds['le']}"
+    words = {"gt": "above", "ge": "of at least", "lt": "below", "le": "of at most"}
+    return " ".join([noun, *(f"{words[k]} {v}" for k, v in bounds.items())])
+
+
+class Settings(ExplainedSettings):
     """Configuration; every field can be set from the environment or passed directly.
 
     Example:
@@ -135,8 +253,10 @@ class Settings(BaseSettings):
         default=None,
         ge=-1,
         le=1,
-        description="raw cosine a memory needs under the relevance floor; None: calibrated for the "
-        "embedder (e5 0.82, tfidf 0.3), and no dense floor (the floor is off) for uncalibrated embedders",
+        description="raw cosine a memory needs under the relevance floor, for every script; None: "
+        "calibrated per embedder and per script of the query (hello_memory.core.calibration: e5 0.819 "
+        "English, 0.878 Chinese; tfidf 0.316 / 0.239; any other embedder on first use; none for the "
+        "test embedder, whose cosines mean nothing)",
     )
     floor_lexical: float | None = Field(
         default=None,

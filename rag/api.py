@@ -36,10 +36,12 @@ class RAGAPI(Protocol):
         overlap_tokens: int | None = None,
         metadata: dict[str, Any] | None = None,
         progress: Callable[[int, int], object] | None = None,
+        source_path: str | None = None,
     ) -> IngestReport:
         """Convert a local file and index it; re-adding replaces the old chunks.
 
         ``progress(done, total)`` reports passages embedded so far (through a service: once, at the end).
+        ``source_path`` is recorded (and cited) instead of the file's own path, e.g. an upload's name.
         """
         ...
 

@@ -82,7 +82,7 @@ class RemoteRAG:
         body: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> T:
-        return adapter.validate_json(self._http.request(method, self._base + path, body=body, **kwargs))
+        return self._http.call(method, self._base + path, adapter, body=body, **kwargs)
 
     def close(self) -> None:
         """Release the connection pool; idempotent."""
@@ -104,11 +104,12 @@ class RemoteRAG:
         overlap_tokens: int | None = None,
         metadata: dict[str, Any] | None = None,
         progress: Callable[[int, int], object] | None = None,
+        source_path: str | None = None,
     ) -> IngestReport:
         """Upload a local file; the service converts it with MarkItDown and indexes it.
 
         The service does not stream its progress: ``progress(chunks, chunks)`` is called once, when the
-        document is indexed.
+        document is indexed. ``source_path`` is recorded instead of the file's path on this machine.
 
         Raises:
             ConversionError: the file is missing, not a regular file, empty or too large (checked
@@ -121,7 +122,7 @@ class RemoteRAG:
         check_progress(progress)
         p = Path(path)
         _check_file(p, str(path), MAX_UPLOAD_BYTES)
-        form: dict[str, Any] = {"source_path": str(p.resolve())}
+        form: dict[str, Any] = {"source_path": str(p.resolve()) if source_path is None else source_path}
         if document_id is not None:
             form["document_id"] = document_id
         if chunk_tokens is not None:

@@ -34,12 +34,26 @@ _TYPE_DOC = (
 )
 
 
-class AddArgs(ActionArgs):
-    """Arguments of ``add``."""
+class ChatMessageArg(ActionArgs):
+    """One message of a conversation given to ``add``."""
 
-    content: str = Field(min_length=1, max_length=20_000,
-                         description="What to remember, in the user's language.")
-    memory_type: MemoryTypeName = Field("working", description=_TYPE_DOC)
+    role: str = Field(min_length=1, max_length=64, description="Who spoke: 'user', 'assistant', ...")
+    content: str = Field(min_length=1, max_length=20_000, description="What was said.")
+    name: str | None = Field(None, min_length=1, max_length=200,
+                             description="The speaker's name when known (e.g. 'Caroline'); default the role.")
+    created_at: str | None = Field(None, max_length=64,
+                                   description="When it was said (ISO 8601); default now, in message order.")
+
+
+class AddArgs(ActionArgs):
+    """Arguments of ``add``: one ``content``, or a conversation's ``messages``."""
+
+    content: str | None = Field(None, min_length=1, max_length=20_000,
+                                description="What to remember, in the user's language (or give messages).")
+    messages: list[ChatMessageArg] | None = Field(None, min_length=1, max_length=200, description=(
+        "Instead of content: chat messages to keep as they were said, each stored as an episodic "
+        "conversation turn of the session with its speaker and time (returns one id per message)."))
+    memory_type: MemoryTypeName = Field("working", description=_TYPE_DOC + " Messages are always episodic.")
     importance: float = Field(0.5, ge=0.0, le=1.0, description=(
         "0.0-1.0, how much this matters later (consolidation and forgetting use it): 0.9 key personal "
         "facts, 0.5 ordinary, 0.2 trivia."))
@@ -53,6 +67,17 @@ class AddArgs(ActionArgs):
         "People (names) who said or took part in this memory; a search that names one of them "
         "ranks their memories higher."))
     metadata: dict[str, Any] | None = Field(None, description="Other key-value data to keep with the memory.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> AddArgs:
+        if (self.content is None) == (self.messages is None):
+            raise ValueError("give either content (one memory) or messages (a conversation), not both")
+        if self.messages is not None:
+            extra = [k for k in ("event_type", "file_path", "participants") if getattr(self, k) is not None]
+            if extra or ("memory_type" in self.model_fields_set and self.memory_type != "episodic"):
+                raise ValueError(f"messages are episodic conversation turns, each with its speaker: leave out "
+                                 f"{', '.join(extra) or 'memory_type'}")
+        return self
 
 
 class SearchArgs(ActionArgs):
@@ -133,6 +158,7 @@ class MemoryView(BaseModel):
     created_at: datetime
     session_id: str | None = None
     event_type: str | None = None
+    participants: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
@@ -140,7 +166,7 @@ class MemoryView(BaseModel):
         """View of a stored memory."""
         return cls(id=item.id, memory_type=item.memory_type, content=item.content,
                    importance=item.importance, created_at=item.created_at, session_id=item.session_id,
-                   event_type=item.event_type, metadata=item.metadata)
+                   event_type=item.event_type, participants=item.participants, metadata=item.metadata)
 
     def line(self) -> Rendered:
         """``[episodic, 2026-03-02, importance 0.70] "text" (id "…")``."""
@@ -171,6 +197,18 @@ class MemoryAdded(Payload):
     template: ClassVar[str] = ("Stored {memory.memory_type} memory {memory.id} "
                                "(importance {memory.importance:.2f}, session {memory.session_id}).")
     memory: MemoryView
+
+
+class ConversationAdded(Payload):
+    """Result of ``add`` with messages: the turns, in the messages' order."""
+
+    session_id: str
+    memories: list[MemoryView]
+
+    def render(self) -> Rendered:
+        ids = [m.id for m in self.memories]
+        return fmt("Stored {n:conversation turn/conversation turns} of session {session} (episodic), ids in "
+                   "message order: {ids}.", n=len(ids), session=self.session_id, ids=ids)
 
 
 class MemorySearchResult(Payload):

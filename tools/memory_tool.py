@@ -100,7 +100,7 @@ class MemoryTool(Tool):
             enable_semantic=MemoryType.SEMANTIC in types, enable_perceptual=MemoryType.PERCEPTUAL in types,
         )
         super().__init__(name, DESCRIPTION.format(files=self.files.describe()), [
-            Action("add", m.AddArgs, self._add, "store a new memory"),
+            Action("add", m.AddArgs, self._add, "store a new memory, or chat messages as conversation turns"),
             Action("search", m.SearchArgs, self._search, "find memories relevant to a query"),
             Action("summary", m.SummaryArgs, self._summary, "overview of the most important memories"),
             Action("stats", NoArgs, self._stats, "counts per memory tier"),
@@ -114,7 +114,10 @@ class MemoryTool(Tool):
         ], owned=[] if manager is not None else [self.manager])
 
     # -- actions ------------------------------------------------------------------------------------
-    def _add(self, a: m.AddArgs) -> m.MemoryAdded:
+    def _add(self, a: m.AddArgs) -> m.MemoryAdded | m.ConversationAdded:
+        if a.messages is not None:
+            return self._add_conversation(a, a.messages)
+        assert a.content is not None  # AddArgs: content or messages
         meta = dict(a.metadata or {})
         meta.update({k: v for k, v in (("event_type", a.event_type), ("concept", a.concept),
                                        ("file_path", a.file_path)) if v is not None})
@@ -131,6 +134,13 @@ class MemoryTool(Tool):
             participants=a.participants,
         )
         return m.MemoryAdded(memory=m.MemoryView.of(item))
+
+    def _add_conversation(self, a: m.AddArgs, messages: list[m.ChatMessageArg]) -> m.ConversationAdded:
+        session = a.session_id or self.session_id
+        meta = {**(a.metadata or {}), **({"concept": a.concept} if a.concept is not None else {})}
+        turns = self.manager.add([msg.model_dump(exclude_none=True) for msg in messages], importance=a.importance,
+                                 user_id=self.user_id, session_id=session, metadata=meta or None)
+        return m.ConversationAdded(session_id=session, memories=[m.MemoryView.of(t) for t in turns])
 
     def _search(self, a: m.SearchArgs) -> m.MemorySearchResult:
         wanted = list(dict.fromkeys(([a.memory_type] if a.memory_type else []) + (a.memory_types or [])))

@@ -1,7 +1,8 @@
 """The FastAPI application of the memory service: auth, limits, structured errors, health, routes.
 
 Every error is JSON (:mod:`hello_memory.wire`): a ``HelloMemoryError`` keeps its class, message
-and fields; request validation errors are ``invalid_input`` (422) naming the field; unknown
+and fields; request validation errors, unknown query parameters and form fields, and JSON nested
+too deep to parse are ``invalid_input`` (422) naming the field (:mod:`apps.service.routing`); unknown
 routes, bad methods and oversized bodies get their 4xx; anything unexpected is a 500 with a
 request id, the traceback only in the service's log.
 
@@ -30,7 +31,9 @@ from apps.service.auth import KeyRing
 from apps.service.core import ServiceCore
 from apps.service.deps import ServiceState
 from apps.service.limits import BodyLimit, ServerTiming
+from apps.service.routing import ServiceRoute
 from hello_memory import __version__
+from hello_memory._lazy import require
 from hello_memory.client.discovery import home_id
 from hello_memory.errors import HelloMemoryError, InvalidInputError, NotFoundError
 from hello_memory.wire import ErrorBody, ErrorDetail, encode
@@ -71,6 +74,8 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
+    if isinstance(exc.__cause__, HelloMemoryError):  # raised while FastAPI read the body (routing.loads)
+        return await _library_error(request, exc.__cause__)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     message = str(exc.detail)
     if exc.status_code == 404 and message == "Not Found":
@@ -112,12 +117,17 @@ def create_app(core: ServiceCore, keys: KeyRing | None = None, *, close_on_shutd
         if close_on_shutdown:
             core.close()
 
-    app = FastAPI(
+    # /docs and /redoc from files shipped in fastapi-offline, not FastAPI's CDN (blank offline), and no
+    # online validator badge: the pages name no other host.
+    offline = require("fastapi_offline", "service", "fastapi-offline")
+    app: FastAPI = offline.FastAPIOffline(
         title="hello-memory",
         version=__version__,
         description="Multi-tier memory and RAG for LLM agents: the MemoryManager and RAGPipeline API over HTTP.",
         lifespan=lifespan,
+        swagger_ui_parameters={"validatorUrl": None},
     )
+    app.router.route_class = ServiceRoute  # the health routes too: every route checks what it is sent
     app.state.service = ServiceState(core=core, keys=keys or KeyRing.from_settings(core.service))
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[JSONResponse]]] = {
         HelloMemoryError: _library_error,

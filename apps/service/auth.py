@@ -1,11 +1,14 @@
 """API keys → principals (a user, its namespaces, admin or not) and the loopback-only open mode.
 
+A key without ``namespaces`` reaches its user's default knowledge base alone,
+:func:`default_namespace` (``docs_<user id>``).
+
 Keys come from :class:`~apps.service.settings.ServiceSettings` (``api_keys``, ``admin_key``) and
 from a JSON keys file, which may hold SHA-256 digests instead of the keys themselves::
 
     {"keys": [
         {"key": "k-alice", "user_id": "alice"},
-        {"key_sha256": "9f86d0…", "user_id": "bob", "namespaces": ["bob", "team_docs"]},
+        {"key_sha256": "9f86d0…", "user_id": "bob", "namespaces": ["docs_bob", "team_docs"]},
         {"key": "k-root", "user_id": "ops", "admin": true}
     ]}
 
@@ -31,7 +34,7 @@ from pydantic import ValidationError
 
 from apps.service.settings import KeyGrant, ServiceSettings
 from hello_memory.errors import InvalidInputError, PermissionDeniedError
-from hello_memory.validation import check_id
+from hello_memory.validation import MAX_ID_CHARS, check_id
 
 OPEN_USER = "default_user"
 KEY_HINT = "send it as 'Authorization: Bearer <key>' (CLI: --api-key or HELLO_MEMORY_API_KEY)"
@@ -77,11 +80,23 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+def default_namespace(user_id: str) -> str:
+    """The default knowledge base of ``user_id``: ``docs_<user id>``, injective over user ids.
+
+    An id too long for the prefix (a namespace is an id of at most ``MAX_ID_CHARS`` characters) maps
+    to ``docs~`` and its SHA-256, which no ``docs_…`` name equals (:mod:`apps.service.users`).
+    """
+    name = "docs_" + user_id
+    if len(name) <= MAX_ID_CHARS:
+        return name
+    return "docs~" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()
+
+
 def _principal(grant: KeyGrant) -> Principal:
     uid = check_id(grant.user_id, "user_id")
     if grant.admin:
         return Principal(uid, admin=True)
-    spaces = grant.namespaces if grant.namespaces is not None else [uid, f"docs_{uid}"]
+    spaces = grant.namespaces if grant.namespaces is not None else [default_namespace(uid)]
     return Principal(uid, namespaces=frozenset(check_id(n, "namespace") for n in spaces))
 
 
@@ -92,7 +107,7 @@ def read_keys_file(path: Path) -> dict[str, Principal]:
         entries = raw["keys"]
         if not isinstance(entries, list):
             raise TypeError("'keys' must be a list")
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:  # RecursionError: nested too deep
         raise InvalidInputError(f"cannot read the keys file {str(path)!r}: {e}", field="keys_file") from e
     out: dict[str, Principal] = {}
     for n, entry in enumerate(entries):

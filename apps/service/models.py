@@ -29,12 +29,19 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class AddMemory(_Request):
-    """``MemoryManager.add``: one memory (type-specific fields at the top level)."""
+class ChatMessage(_Request):
+    """One message of a conversation given to ``add``: OpenAI's chat format, plus its time and an id."""
 
-    content: Text
+    role: Text = Field(description="who spoke: user, assistant, ...")
+    content: Text = Field(description="what was said")
+    name: Text | None = Field(default=None, description="the speaker's name (the turn's participant; default role)")
+    created_at: DateTimeText | None = None
+    memory_id: Text | None = Field(default=None, description="a full UUID; default derived from the message")
+
+
+class _AddFields(_Request):
     memory_id: Text | None = Field(default=None, description="a full UUID chosen by the caller: a retry is a no-op")
-    memory_type: MemoryType = MemoryType.WORKING
+    memory_type: MemoryType | None = Field(default=None, description="default working (a conversation: episodic)")
     importance: Number = 0.5
     user_id: UserId = None
     session_id: Text | None = None
@@ -55,10 +62,30 @@ class AddMemory(_Request):
         return self.model_dump(exclude_unset=True, exclude={"content"})
 
 
+class AddMemory(_AddFields):
+    """``MemoryManager.add``: one memory (type-specific fields at the top level), or a conversation."""
+
+    content: Text | Annotated[list[ChatMessage], Field(max_length=10_000)] = Field(
+        description="the text to remember, or a conversation (needs session_id): its messages, stored as "
+        "episodic turns and returned as a list")
+
+    def text(self) -> str | list[dict[str, Any]]:
+        """``add``'s first argument: the text, or the messages as dicts (unset keys left out)."""
+        if isinstance(self.content, str):
+            return self.content
+        return [m.model_dump(exclude_unset=True) for m in self.content]
+
+
+class BatchItem(_AddFields):
+    """One memory of ``add_many``."""
+
+    content: Text
+
+
 class AddMany(_Request):
     """``MemoryManager.add_many``: all validated before any is stored."""
 
-    items: list[AddMemory] = Field(max_length=10_000)
+    items: list[BatchItem] = Field(max_length=10_000)
 
 
 class SearchMemories(_Request):

@@ -7,7 +7,6 @@ paths that try to leave those places are refused before anything is read.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,11 +19,12 @@ from apps.service.core import ServiceCore
 from apps.service.deps import Who, core_of
 from apps.service.models import AddServerDocument, AddText, Ask, SearchDocuments
 from apps.service.routes_memory import json_response
+from apps.service.routing import ServiceRoute, loads
 from hello_memory.errors import ConversionError, InvalidInputError
 from hello_memory.wire import Count
 from rag.models import Answer, DocumentInfo, IngestReport, RAGStats, SearchResult
 
-router = APIRouter(prefix="/v1/namespaces/{namespace}", tags=["documents"])
+router = APIRouter(prefix="/v1/namespaces/{namespace}", tags=["documents"], route_class=ServiceRoute)
 Core = Annotated[ServiceCore, Depends(core_of)]
 _DOCS = TypeAdapter(list[DocumentInfo])
 MAX_NAME_CHARS = 255
@@ -63,8 +63,10 @@ def _json_object(text: str | None, field: str) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as e:
+        value = loads(text, field)
+    except ValueError as e:
+        if isinstance(e, InvalidInputError):
+            raise
         raise InvalidInputError(f"{field} must be a JSON object: {e}", field=field) from e
     if not isinstance(value, dict):
         raise InvalidInputError(f"{field} must be a JSON object, got {type(value).__name__}", field=field)

@@ -14,11 +14,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, TypeAdapter
 
+from apps.service import users
 from apps.service.core import ServiceCore
 from apps.service.deps import Who, core_of
 from apps.service.models import (
     AddMany,
     AddMemory,
+    BatchItem,
     BuildContext,
     Consolidate,
     Forget,
@@ -26,6 +28,7 @@ from apps.service.models import (
     SearchMemories,
     UpdateMemory,
 )
+from apps.service.routing import ServiceRoute
 from hello_memory import __version__
 from hello_memory.context import ContextBlock
 from hello_memory.models import (
@@ -39,7 +42,7 @@ from hello_memory.models import (
 )
 from hello_memory.wire import Count, Identity, Summary
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", route_class=ServiceRoute)
 Core = Annotated[ServiceCore, Depends(core_of)]
 UserParam = Annotated[str | None, Query(description="the user to act for; default the API key's user")]
 _MEDIA_KEYS = ("file_path", "source_path")
@@ -56,6 +59,7 @@ def json_response(value: Any, adapter: TypeAdapter[Any] | None = None, status: i
 
 
 _ITEMS = TypeAdapter(list[MemoryItem])
+_ADDED: TypeAdapter[MemoryItem | list[MemoryItem]] = TypeAdapter(MemoryItem | list[MemoryItem])
 _HITS = TypeAdapter(list[ScoredMemory])
 _HISTORY = TypeAdapter(list[HistoryEntry])
 _STATS = TypeAdapter(list[MemoryStats])
@@ -73,7 +77,7 @@ def _check_media(core: ServiceCore, spec: dict[str, Any]) -> None:
             core.resolve_root_path(path, "source_path")
 
 
-def _spec(core: ServiceCore, who: Any, body: AddMemory) -> dict[str, Any]:
+def _spec(core: ServiceCore, who: Any, body: AddMemory | BatchItem) -> dict[str, Any]:
     spec = body.fields()
     spec["user_id"] = who.user(body.user_id)
     _check_media(core, spec)
@@ -96,20 +100,20 @@ def writer(user_id: str) -> str:
     return f"user {user_id!r}"
 
 
-def _same_call(route: str, users: set[str], body: BaseModel, ids: list[str | None]) -> tuple[str, ...] | None:
-    """The key under which a retry of this add joins its first try: only when it names every id."""
-    if not ids or None in ids:
-        return None
+def _same_call(route: str, users: set[str], body: BaseModel) -> tuple[str, ...]:
+    """The key under which a retry of this add joins its first try (same users, same body)."""
     return (route, *sorted(users), hashlib.sha256(body.model_dump_json().encode()).hexdigest())
 
 
-@router.post("/memories", response_model=MemoryItem, status_code=201, tags=["memories"], summary="add")
+@router.post("/memories", response_model=MemoryItem | list[MemoryItem], status_code=201, tags=["memories"],
+             summary="add (a text: the memory; a conversation: its turns)")
 async def add(body: AddMemory, core: Core, who: Who) -> Response:
     spec = _spec(core, who, body)
     user = spec["user_id"]
-    item = await core.run(core.memory.add, body.content, writer=writer(user),
-                          join=_same_call("add", {user}, body, [body.memory_id]), **spec)
-    return json_response(item, status=201)
+    named = body.memory_id is not None or isinstance(body.content, list)  # a turn's id derives from its message
+    added = await core.run(core.memory.add, body.text(), writer=writer(user),
+                           join=_same_call("add", {user}, body) if named else None, **spec)
+    return json_response(added, _ADDED, 201)
 
 
 @router.post("/memories/batch", response_model=list[MemoryItem], status_code=201, tags=["memories"],
@@ -118,8 +122,9 @@ async def add_many(body: AddMany, core: Core, who: Who) -> Response:
     specs = [{**_spec(core, who, one), "content": one.content} for one in body.items]
     users = {spec["user_id"] for spec in specs} or {who.user_id}
     owner = next(iter(users)) if len(users) == 1 else who.user_id
+    named = bool(body.items) and all(one.memory_id is not None for one in body.items)
     items = await core.run(core.memory.add_many, specs, writer=writer(owner),
-                           join=_same_call("add_many", users, body, [one.memory_id for one in body.items]))
+                           join=_same_call("add_many", users, body) if named else None)
     return json_response(items, _ITEMS, 201)
 
 
@@ -208,9 +213,10 @@ async def remove(memory_id: str, core: Core, who: Who, user_id: UserParam = None
     return Response(status_code=204)
 
 
-@router.delete("/users/{user_id:path}", response_model=dict[str, int], tags=["users"], summary="forget_user")
+@router.delete("/users/{user_id:path}", response_model=dict[str, int], tags=["users"],
+               summary="forget_user: memories and the default knowledge base docs_<user>")
 async def forget_user(user_id: str, core: Core, who: Who) -> Response:
-    return json_response(await core.run(core.memory.forget_user, who.user(user_id)), _COUNTS)
+    return json_response(await core.run(users.forget_user, core, who.user(user_id)), _COUNTS)
 
 
 @router.get("/users", response_model=list[MemoryStats], tags=["users"], summary="stats of every user (admin)")

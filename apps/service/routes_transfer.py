@@ -21,10 +21,11 @@ from apps.service.core import ServiceCore
 from apps.service.deps import Who, core_of
 from apps.service.models import Export, ForUser
 from apps.service.routes_memory import json_response
+from apps.service.routing import ServiceRoute
 from apps.service.spool import ImportSpool
 from hello_memory.models import ImportReport, ReindexReport
 
-router = APIRouter(prefix="/v1", tags=["whole store"])
+router = APIRouter(prefix="/v1", tags=["whole store"], route_class=ServiceRoute)
 Core = Annotated[ServiceCore, Depends(core_of)]
 JSON_LINES = "application/x-ndjson"
 BATCH_CHARS = 1 << 20

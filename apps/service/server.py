@@ -1,12 +1,13 @@
 """Running the service: open the stores, warm the embedder, listen (uvicorn), advertise, shut down gracefully.
 
-Order at start: refuse a non-loopback host without keys → open the stores (a locked or damaged
-data directory fails here, with one clear line) → load the embedder → bind → write
-``<home>/SERVICE``. On SIGTERM/SIGINT: remove ``SERVICE`` → stop accepting → let running
-requests finish → wait for operations still running in worker threads → close the stores
-(releasing the data directory). All of it within ``drain_timeout`` from the signal: operations
-still running then are not waited for, the process exits without closing the stores under them
-(each write is all-or-nothing or completed by recovery at the next start, as after a crash).
+Order at start: refuse a non-loopback host without keys → refuse a busy port (one line, nothing
+opened) → open the stores (a locked or damaged data directory fails here, with one clear line) →
+load the embedder → bind → write ``<home>/SERVICE``. On SIGTERM/SIGINT: remove ``SERVICE`` → stop
+accepting → let running requests finish → wait for operations still running in worker threads →
+close the stores (releasing the data directory). All of it within ``drain_timeout`` from the
+signal: operations still running then are not waited for, the process exits without closing the
+stores under them (each write is all-or-nothing or completed by recovery at the next start, as
+after a crash).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from apps.ports import check_port
 from apps.service.auth import KeyRing, check_bind
 from apps.service.core import ServiceCore
 from apps.service.settings import ServiceSettings
@@ -103,6 +105,7 @@ def serve(
 
     Raises:
         InvalidInputError: a non-loopback host without API keys, or bad keys.
+        PortInUseError: ``service.port`` cannot be bound (checked before anything is opened).
         StoreLockedError: another process (perhaps another service) holds the data directory.
         MissingDependencyError: FastAPI/uvicorn are absent (``pip install 'hello-memory[service]'``).
     """
@@ -113,8 +116,12 @@ def serve(
     keys = KeyRing.from_settings(service)
     check_bind(service.host, keys)
     require("fastapi", "service")
+    require("fastapi_offline", "service", "fastapi-offline")  # the offline /docs
     uvicorn = require("uvicorn", "service")
     from apps.service.app import create_app
+
+    if service.port:  # a busy port fails here, before the stores open and the embedder loads
+        check_port(service.host, service.port, holder="another hello-memory serve?", retry="0 (any free one)")
 
     try:
         core = ServiceCore(settings, service, embedder=embedder)

@@ -14,7 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from hello_memory.settings import ExplainedSettings
 
 DEFAULT_PORT = 8765
 
@@ -27,12 +29,12 @@ class KeyGrant(BaseModel):
     user_id: str = Field(min_length=1, description="the key's user: it reaches only this user's memories")
     namespaces: list[str] | None = Field(
         default=None,
-        description="knowledge bases the key reaches; default the user id and docs_<user id> (the app's)",
+        description="knowledge bases the key reaches; default docs_<user id> alone (the app's)",
     )
     admin: bool = Field(default=False, description="may act for any user and namespace")
 
 
-class ServiceSettings(BaseSettings):
+class ServiceSettings(ExplainedSettings):
     """Configuration of ``hello-memory serve``; every field can be set from the environment.
 
     API keys come from ``api_keys`` (``HELLO_MEMORY_SERVICE_API_KEYS``, JSON: ``{"<key>": "<user>"}``
@@ -44,7 +46,11 @@ class ServiceSettings(BaseSettings):
 
     host: str = Field(default="127.0.0.1", description="interface to bind; non-loopback needs API keys")
     port: int = Field(default=DEFAULT_PORT, ge=0, le=65535, description="TCP port (0 = any free port)")
-    api_keys: dict[str, str | KeyGrant] = Field(default_factory=dict, repr=False)
+    api_keys: dict[str, str | KeyGrant] = Field(
+        default_factory=dict, repr=False, description="API key → its user (or a KeyGrant)",
+        json_schema_extra={"accepts": 'a JSON object {"<key>": "<user id>"} or '
+                                      '{"<key>": {"user_id": "<user id>", "namespaces": ["<namespace>"]}}'},
+    )
     admin_key: SecretStr | None = Field(default=None, description="key for cross-user operations")
     keys_file: Path | None = Field(default=None, description="JSON file of keys (see apps.service.auth)")
     allowed_roots: list[Path] = Field(

@@ -26,10 +26,14 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 
+from pydantic import TypeAdapter
+
+from hello_memory.client.replies import quote
 from hello_memory.client.transport import Transport
-from hello_memory.errors import InvalidInputError
+from hello_memory.errors import InvalidInputError, ServiceError
 from hello_memory.models import ImportReport, ReindexReport
 from hello_memory.validation import check_flag, check_id
 
@@ -37,6 +41,10 @@ JSON_LINES = "application/x-ndjson"
 TRANSFER_TIMEOUT = 900.0
 """Seconds an export may wait for its next lines, and an import or a reindex for its reply."""
 CHUNK_BYTES = 1 << 20
+EXPORT_KIND = "hello-memory-export"
+"""The ``kind`` of an export's header line (:mod:`hello_memory.core.transfer`, not imported: the client stays light)."""
+_IMPORT = TypeAdapter(ImportReport)
+_REINDEX = TypeAdapter(ReindexReport)
 
 
 class RemoteAdmin:
@@ -55,7 +63,8 @@ class RemoteAdmin:
             "vectors": check_flag(vectors, "vectors"),
             "users": None if users is None else [check_id(u, "users") for u in users],
         }
-        return self._http.stream_lines("POST", "/v1/export", body=body, timeout=TRANSFER_TIMEOUT, idempotent=True)
+        lines = self._http.stream_lines("POST", "/v1/export", body=body, timeout=TRANSFER_TIMEOUT, idempotent=True)
+        return _export(lines, self._http.url)
 
     def import_lines(self, lines: Iterable[str], *, reembed: bool = False) -> ImportReport:
         """Import an export (e.g. an open file), streamed to the service; see the module docstring.
@@ -69,23 +78,40 @@ class RemoteAdmin:
         flag = check_flag(reembed, "reembed")
         if isinstance(lines, str | bytes) or not isinstance(lines, Iterable):
             raise InvalidInputError("lines must be an iterable of lines (an open file, a list of str)", field="lines")
-        raw = self._http.request(
+        return self._http.call(
             "POST",
             "/v1/import",
+            _IMPORT,
             params={"reembed": flag},
             content=_chunks(lines),
             content_type=JSON_LINES,
             timeout=TRANSFER_TIMEOUT,
         )
-        return ImportReport.model_validate_json(raw)
 
     def reindex_graph(self, user_id: str | None = None) -> ReindexReport:
         """Rebuild the knowledge graph from the records: of ``user_id``, else of every user the key reaches."""
         body = {"user_id": None if user_id is None else check_id(user_id, "user_id")}
-        raw = self._http.request(
-            "POST", "/v1/graph/reindex", body=body, timeout=TRANSFER_TIMEOUT, idempotent=True
+        return self._http.call(
+            "POST", "/v1/graph/reindex", _REINDEX, body=body, timeout=TRANSFER_TIMEOUT, idempotent=True
         )
-        return ReindexReport.model_validate_json(raw)
+
+
+def _export(lines: Iterator[str], url: str) -> Iterator[str]:
+    """The lines of an export, the first checked to be its header (not a proxy's page, not other JSON)."""
+    first = next(lines, "")
+    try:
+        header = json.loads(first)
+    except (ValueError, RecursionError):
+        header = None
+    if not isinstance(header, dict) or header.get("kind") != EXPORT_KIND:
+        raise ServiceError(
+            f"the memory service at {url} answered POST /v1/export with HTTP 200 and no export header "
+            f"(its first line: {quote(first) or 'none'}); is something else at that URL?",
+            url=url,
+            status=200,
+        )
+    yield first
+    yield from lines
 
 
 def _chunks(lines: Iterable[str]) -> Iterator[bytes]:

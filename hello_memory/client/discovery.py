@@ -104,7 +104,7 @@ def probe(url: str, *, timeout: float = PROBE_TIMEOUT) -> dict[str, Any] | None:
     try:
         with opener.open(f"{url.rstrip('/')}/health", timeout=timeout) as response:
             body = json.loads(response.read(4096))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # nothing answers, or not the service (HTML, deep JSON)
         return None
     return body if isinstance(body, dict) and body.get("service") == "hello-memory" else None
 

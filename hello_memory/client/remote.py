@@ -4,9 +4,9 @@ Same method names, arguments, return types and errors as ``MemoryManager`` (both
 :class:`hello_memory.api.MemoryAPI`, and ``MemoryAdminAPI`` through :mod:`hello_memory.client.admin`), so
 switching is one line. The service validates as the library does and decides what a key reaches (its user).
 
-Adds are safe to retry: every memory is sent with a ``memory_id`` (the caller's, else a fresh
-``uuid4``), and the service stores an id once. Reads, searches and adds are retried after a lost
-reply or a 502/503/504, every call when the service could not be reached
+Adds are safe to retry: every memory is sent with a ``memory_id`` (the caller's, else a fresh ``uuid4``;
+a conversation's turns have ids derived from it), and the service stores an id once. Reads, searches and
+adds are retried after a lost reply or a 502/503/504, every call when the service could not be reached
 (:mod:`hello_memory.client.transport`); when an add still fails, the same call made again reuses its ids
 (:mod:`hello_memory.client.write_ids`), so a retry after a :class:`~hello_memory.errors.ServiceTimeoutError`
 stores nothing twice either.
@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 from urllib.parse import quote
 
 from pydantic import SecretStr, TypeAdapter
 
-from hello_memory.api import Query, TimeRange
+from hello_memory.api import Messages, Query, TimeRange
 from hello_memory.client.admin import RemoteAdmin
 from hello_memory.client.transport import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Transport, jsonable
 from hello_memory.client.write_ids import PendingIds, fingerprint, name_ids
@@ -60,12 +60,17 @@ _CONSOLIDATE = TypeAdapter(ConsolidateReport)
 _CONTEXT = TypeAdapter(ContextBlock)
 _COUNT = TypeAdapter(Count)
 _SUMMARY = TypeAdapter(Summary)
+_IDENTITY = TypeAdapter(Identity)
 _TIMES = ("created_at", "valid_from")
 
 
 def _typed(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """An add specification as JSON: date-times and enums of the typed arguments converted."""
-    return {k: jsonable(v) if k in _TIMES or k in ("memory_type", "modality") else v for k, v in spec.items()}
+    """An add specification as JSON: date-times and enums of the typed arguments (and messages) converted."""
+    out = {k: jsonable(v) if k in _TIMES or k in ("memory_type", "modality") else v for k, v in spec.items()}
+    if isinstance(out.get("content"), list | tuple):  # a conversation: its messages' times as ISO text
+        out["content"] = [{k: jsonable(v) for k, v in m.items()} if isinstance(m, Mapping) else m
+                          for m in out["content"]]
+    return out
 
 
 class RemoteMemory(RemoteAdmin):
@@ -102,7 +107,7 @@ class RemoteMemory(RemoteAdmin):
     def identity(self) -> Identity:
         """Who the API key is and what the service serves (fetched once)."""
         if self._identity is None:
-            self._identity = Identity.model_validate_json(self._http.request("GET", "/v1/me"))
+            self._identity = self._http.call("GET", "/v1/me", _IDENTITY)
         return self._identity
 
     @property
@@ -129,8 +134,7 @@ class RemoteMemory(RemoteAdmin):
         **params: Any,
     ) -> T:
         """One request; the response validated as ``adapter``'s type (the library's models)."""
-        raw = self._http.request(method, path, body=body, params=params, idempotent=idempotent)
-        return adapter.validate_json(raw)
+        return self._http.call(method, path, adapter, body=body, params=params, idempotent=idempotent)
 
     def _add(
         self, path: str, adapter: TypeAdapter[T], body: dict[str, Any], specs: list[dict[str, Any]]
@@ -165,33 +169,29 @@ class RemoteMemory(RemoteAdmin):
         self.close()
 
     # -- add --------------------------------------------------------------------------------
+    @overload
     def add(
-        self,
-        content: str,
-        *,
-        memory_type: str | MemoryType = "working",
-        importance: float = 0.5,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        created_at: datetime | str | None = None,
-        metadata: dict[str, Any] | None = None,
-        memory_id: str | None = None,
-        **fields: Any,
-    ) -> MemoryItem:
-        """Store one memory and return it (see :meth:`hello_memory.MemoryManager.add`)."""
-        body = _typed(
-            {
-                **fields,
-                "content": content,
-                "memory_type": memory_type,
-                "importance": importance,
-                "user_id": self._user(user_id),
-                "session_id": session_id,
-                "created_at": created_at,
-                "metadata": metadata,
-                "memory_id": memory_id,
-            }
-        )
+        self, content: str, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
+    ) -> MemoryItem: ...
+    @overload
+    def add(
+        self, content: Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
+    ) -> list[MemoryItem]: ...
+    def add(
+        self, content: str | Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
+    ) -> MemoryItem | list[MemoryItem]:
+        """Store one memory, or a conversation's turns (see :meth:`hello_memory.api.MemoryAPI.add`)."""
+        body = _typed({**fields, "content": content, "memory_type": memory_type, "importance": importance,
+                       "user_id": self._user(user_id), "session_id": session_id, "created_at": created_at,
+                       "metadata": metadata, "memory_id": memory_id})
+        if isinstance(content, list | tuple):  # the service derives the turns' ids: a retry names them too
+            return self._add("/v1/memories", _ITEMS, body, [])
         return self._add("/v1/memories", _ITEM, body, [body])
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
@@ -270,7 +270,7 @@ class RemoteMemory(RemoteAdmin):
         return self._call("POST", "/v1/memories/search", _HITS, body=body, idempotent=True)
 
     def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
-        """Every change of one memory, oldest first (empty after ``remove``)."""
+        """Every change of one memory, oldest first; ``NotFoundError`` as ``get`` (also after ``remove``)."""
         return self._call("GET", _memory_path(memory_id, "history"), _HISTORY, user_id=self._user(user_id))
 
     # -- change -----------------------------------------------------------------------------
@@ -347,7 +347,7 @@ class RemoteMemory(RemoteAdmin):
         return self._call("POST", "/v1/memories/clear", _COUNT, body={"user_id": self._user(user_id)}).count
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        """Remove everything of ``user_id`` from every store; returns per-store counts."""
+        """Remove every memory of ``user_id`` and their default knowledge base ``docs_<user>``; counts."""
         return self._call("DELETE", f"/v1/users/{quote(check_id(user_id, 'user_id'), safe='')}", _COUNTS)
 
     # -- reports ----------------------------------------------------------------------------

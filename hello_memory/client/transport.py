@@ -36,16 +36,17 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import SecretStr, ValidationError
+from pydantic import SecretStr, TypeAdapter
 
 from hello_memory import __version__
 from hello_memory._lazy import require
+from hello_memory.client import replies
 from hello_memory.errors import InvalidInputError, ServiceError, ServiceTimeoutError
-from hello_memory.wire import ErrorBody, decode
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 2
@@ -91,7 +92,7 @@ class _Outcome:
     """One attempt of a request: its response body, or its error and what kind of failure it was."""
 
     kind: Literal["ok", "unsent", "lost", "busy", "final"]
-    content: bytes = b""
+    reply: replies.Reply = replies.NO_REPLY
     error: Exception | None = None
     response: Any = None  # a streamed response, still open
     wait: float = 0.0  # seconds the service asked to wait before another try (Retry-After of a 429)
@@ -137,7 +138,7 @@ class Transport:
         self.retries = retries
         self.closed = False
 
-    def request(
+    def reply(
         self,
         method: str,
         path: str,
@@ -150,8 +151,8 @@ class Transport:
         content_type: str = "application/octet-stream",
         timeout: float | None = None,
         idempotent: bool | None = None,
-    ) -> bytes:
-        """Send one request, retried as the module docstring says; the response body on success.
+    ) -> replies.Reply:
+        """Send one request, retried as the module docstring says; the successful (2xx) reply.
 
         Args:
             content: a body streamed as it is produced (chunked); read once, so never retried.
@@ -161,7 +162,8 @@ class Transport:
 
         Raises:
             HelloMemoryError: the service's error (the same class it raised), or a
-                :class:`~hello_memory.errors.ServiceError` when it could not be reached or did not answer.
+                :class:`~hello_memory.errors.ServiceError` when it could not be reached, did not
+                answer, or answered what the service never does (see :mod:`hello_memory.client.replies`).
         """
         kwargs = self._arguments(body, params)
         if files is not None:
@@ -169,8 +171,16 @@ class Transport:
         if content is not None:
             kwargs["content"], kwargs["headers"] = content, {"Content-Type": content_type}
         once = files is not None or content is not None  # an upload's body is read once
-        outcome = self._send(method, path, kwargs, timeout=timeout, idempotent=idempotent, once=once)
-        return outcome.content
+        return self._send(method, path, kwargs, timeout=timeout, idempotent=idempotent, once=once).reply
+
+    def request(self, method: str, path: str, **kwargs: Any) -> bytes:
+        """The body of :meth:`reply` (same arguments)."""
+        return self.reply(method, path, **kwargs).content
+
+    def call(self, method: str, path: str, adapter: TypeAdapter[T], **kwargs: Any) -> T:
+        """:meth:`reply` read as ``adapter``'s type (same arguments); a body that is not one — HTML,
+        truncated, nested too deep, the wrong type — is a :class:`~hello_memory.errors.ServiceError`."""
+        return replies.value(adapter, self.reply(method, path, **kwargs), url=self.url, call=f"{method} {path}")
 
     def stream_lines(
         self,
@@ -199,8 +209,8 @@ class Transport:
         try:
             splitter = LineSplitter()
             for chunk in self._chunks(response, method, path):
-                yield from (_text(line, self.url) for line in splitter.feed(chunk) if line)
-            yield from (_text(line, self.url) for line in splitter.end() if line)
+                yield from (_text(line, self.url, response.status_code) for line in splitter.feed(chunk) if line)
+            yield from (_text(line, self.url, response.status_code) for line in splitter.end() if line)
         finally:
             response.close()
 
@@ -240,15 +250,8 @@ class Transport:
             retry = outcome.kind in ("unsent", "busy") or (outcome.kind == "lost" and repeatable)
             if not retry or attempt == retries or time.monotonic() + delay >= deadline:
                 raise outcome.error
-            logger.info(
-                "%s %s: %s; retry %d of %d in %.2f s",
-                method,
-                path,
-                outcome.error,
-                attempt + 1,
-                retries,
-                delay,
-            )
+            logger.info("%s %s: %s; retry %d of %d in %.2f s", method, path, outcome.error, attempt + 1, retries,
+                        delay)
             time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
 
@@ -258,30 +261,38 @@ class Transport:
         """One try, and whether another may help (``unsent``: the request never reached the
         service; ``lost``: it may have been carried out, its reply is lost or a gateway error)."""
         httpx = self._httpx
+        call = f"{method} {path}"
         try:
-            if stream:
-                request = self._client.build_request(method, path, timeout=timeout, **kwargs)
-                response = self._client.send(request, stream=True)
-                if response.status_code >= 400:
-                    response.read()
-                    response.close()
-            else:
-                response = self._client.request(method, path, timeout=timeout, **kwargs)
+            response = self._client.send(self._client.build_request(method, path, timeout=timeout, **kwargs),
+                                         stream=True)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as e:
             return _Outcome("unsent", error=self._unreachable(method, path, e))
         except httpx.TimeoutException as e:  # sent, and no reply in time: the caller's bound is spent
             return _Outcome("final", error=self._timed_out(method, path, e))
         except httpx.HTTPError as e:  # the connection dropped after the request was sent
             return _Outcome("lost", error=self._unreachable(method, path, e))
-        if response.status_code == BUSY_STATUS:
-            return _Outcome("busy", error=self._error(response), wait=retry_after(response.headers))
-        if response.status_code >= 400:
-            return _Outcome(
-                "lost" if response.status_code in RETRY_STATUSES else "final", error=self._error(response)
-            )
+        status = response.status_code
+        if not stream or not 200 <= status < 300:
+            try:
+                response.read()
+            except httpx.TimeoutException as e:
+                return _Outcome("final", error=self._timed_out(method, path, e))
+            except httpx.HTTPError as e:  # the reply began and broke off: lost, like one never received
+                return _Outcome("lost", error=replies.broke_off(e, url=self.url, call=call, status=status))
+            finally:
+                response.close()
+        if status >= 400:
+            error = replies.error_of(status, response.content, response.text, url=self.url)
+            if status == BUSY_STATUS:
+                return _Outcome("busy", error=error, wait=retry_after(response.headers))
+            return _Outcome("lost" if status in RETRY_STATUSES else "final", error=error)
+        if not 200 <= status < 300:
+            location = response.headers.get("location")
+            return _Outcome("final", error=replies.unexpected(status, location, url=self.url, call=call))
         if stream:
             return _Outcome("ok", response=response)
-        return _Outcome("ok", content=response.content)
+        reply = replies.Reply(status, response.content, response.headers.get("content-type", ""))
+        return _Outcome("ok", reply=reply)
 
     def _chunks(self, response: Any, method: str, path: str) -> Iterator[bytes]:
         """The bytes of a streamed response; a reply that breaks off is a typed error."""
@@ -291,11 +302,7 @@ class Transport:
         except httpx.TimeoutException as e:
             raise self._timed_out(method, path, e) from e
         except httpx.HTTPError as e:
-            raise ServiceError(
-                f"the reply of the memory service at {self.url} to {method} {path} broke off "
-                f"({type(e).__name__}: {e}); what arrived is incomplete",
-                url=self.url,
-            ) from e
+            raise replies.broke_off(e, url=self.url, call=f"{method} {path}", status=response.status_code) from e
 
     def _timed_out(self, method: str, path: str, e: Exception) -> ServiceTimeoutError:
         error = ServiceTimeoutError(
@@ -314,18 +321,6 @@ class Transport:
         )
         error.__cause__ = e
         return error
-
-    def _error(self, response: Any) -> Exception:
-        try:
-            body = ErrorBody.model_validate_json(response.content)
-        except ValidationError:
-            text = response.text[:200].strip() or response.reason_phrase
-            return ServiceError(
-                f"the memory service at {self.url} answered HTTP {response.status_code}: {text}",
-                url=self.url,
-                status=response.status_code,
-            )
-        return decode(body, status=response.status_code, url=self.url)
 
     def close(self) -> None:
         """Close the connection pool; idempotent."""
@@ -390,8 +385,10 @@ class LineSplitter:
         return [rest.removesuffix(b"\r")] if rest else []
 
 
-def _text(line: bytes, url: str) -> str:
+def _text(line: bytes, url: str, status: int) -> str:
     try:
         return line.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ServiceError(f"the memory service at {url} sent a line that is not UTF-8 ({e})", url=url) from e
+        raise ServiceError(
+            f"the memory service at {url} sent (HTTP {status}) a line that is not UTF-8 ({e})", url=url, status=status
+        ) from e

@@ -23,6 +23,7 @@ from hello_memory.models import HistoryEntry, MemoryItem
 from hello_memory.stores.records.base import RecordWrite
 from hello_memory.validation import (
     MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
     check_datetime,
     check_depth,
     check_id,
@@ -94,8 +95,8 @@ def check_history(entry: Any) -> HistoryEntry:
     check_memory_id(entry.memory_id, "history.memory_id")
     check_datetime(entry.at, "history.at")
     for side in (entry.old, entry.new):
-        if side is not None:
-            check_depth(side, "history")
+        if side is not None:  # a side holds the metadata one level down ({"metadata": ...}): one level more
+            check_depth(side, "history", limit=MAX_METADATA_DEPTH + 1)
     return entry
 
 

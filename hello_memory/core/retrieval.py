@@ -250,8 +250,9 @@ def _relevance(
         dense_weight=settings.dense_weight,
         floor=dense_floor(core.embedder.name),
     )
-    bar = floor.of(settings, core.embedder.name) if judged else None
+    bar = floor.of(settings, core.embedder, query) if judged else None
     evidence: dict[str, float] = {}
+    asked: list[str] = []
     if bar is not None:  # lexical evidence only for the lexical candidates the dense side leaves out
         judge = [k for k in lexical if k in rows and not floor.passes(dense.get(k), 0.0, bar)]
         asked = evidence_text(query, [w.span for w in named_times])
@@ -271,7 +272,7 @@ def _relevance(
     if named_times:
         rel = prefer_times(rel, fits, settings.time_weight)
     graphed = {k for k, r in rows.items() if hops and _graph(r, hops) > 0}
-    kept = floor.survivors(rows, dense, evidence, pairs, fits, graphed, bar)
+    kept = floor.survivors(rows, dense, evidence, pairs, fits, graphed, bar, names_topic=bool(asked))
     return rel, kept
 
 

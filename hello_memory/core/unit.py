@@ -125,7 +125,7 @@ def _rolled_back(
     raise StoreError(f"{what} failed, nothing was changed: {error}") from error
 
 
-def settle(core: MemoryCore, stored: Sequence[StoredRecord], extra: Mapping[str, Sequence[str]] = {}) -> None:
+def settle(core: MemoryCore, stored: Sequence[StoredRecord], extra: Mapping[str, Sequence[str]] | None = None) -> None:
     """Clear markers: of ``stored`` at the versions written, of ``extra`` whatever the version.
 
     A failure only costs recovery a look at them (logged).
@@ -136,7 +136,7 @@ def settle(core: MemoryCore, stored: Sequence[StoredRecord], extra: Mapping[str,
     try:
         for uid, vs in versions.items():
             core.records.settle(uid, list(vs), versions=vs)
-        for uid, ids in extra.items():
+        for uid, ids in (extra or {}).items():
             if ids:
                 core.records.settle(uid, list(ids))
     except StoreError as e:

@@ -21,6 +21,7 @@ from hello_memory.settings import Settings
 from hello_memory.stores import open_server as server_stores
 from hello_memory.stores.bundle import StoreBundle
 from hello_memory.stores.graph.base import GraphStore
+from hello_memory.stores.home import resolve_home
 from hello_memory.stores.records.base import RecordStore
 from hello_memory.stores.records.sqlite import SQLiteRecordStore
 from hello_memory.stores.vectors.base import VectorStore
@@ -30,34 +31,6 @@ logger = logging.getLogger(__name__)
 
 _registry: dict[str, StoreBundle] = {}
 _registry_lock = threading.Lock()
-
-
-def resolve_home(value: Any) -> Path:
-    """The absolute data directory for ``value`` (a ``str`` or ``os.PathLike``), or a typed error.
-
-    Raises:
-        InvalidInputError: not a path, empty, a NUL character, a name the OS cannot encode.
-        StoreError: the OS cannot resolve it (a symlink loop, no home directory for ``~``).
-    """
-    if not isinstance(value, str | os.PathLike):
-        raise InvalidInputError(
-            f"home must be a path (str or os.PathLike), got {type(value).__name__}", field="home"
-        )
-    text = os.fspath(value)
-    if not isinstance(text, str):
-        raise InvalidInputError("home must be a text path, not bytes", field="home")
-    if not text.strip():
-        raise InvalidInputError("home is empty; give the data directory's path", field="home")
-    if "\x00" in text:
-        raise InvalidInputError("home contains a NUL character", field="home")
-    try:
-        os.fsencode(text)
-    except UnicodeEncodeError as e:
-        raise InvalidInputError(f"home is not a valid file name ({e.reason})", field="home") from e
-    try:
-        return Path(text).expanduser().resolve()
-    except (OSError, RuntimeError, ValueError) as e:  # symlink loop, "~" without a home directory
-        raise StoreError(f"cannot use {text!r} as the data directory: {e}") from e
 
 
 def check_settings(settings: Any, home: Any = None) -> Any:

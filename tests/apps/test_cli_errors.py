@@ -37,6 +37,20 @@ def test_a_busy_port_is_one_line_with_the_fix(tmp_path):
     assert not (tmp_path / "data").exists()  # refused before anything was opened
 
 
+def test_serve_on_a_busy_port_is_one_line_before_anything_is_opened(tmp_path):
+    """Before (issue 27 §5): the stores opened, the data directory was created, e5 loaded, and 5.5 s
+    later uvicorn's bind error was printed, then the service's own."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = _cli(tmp_path, "serve", "--port", str(port))
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr[-3000:]
+    assert f"127.0.0.1:{port} (" in lines[0] and "--port 0" in lines[0] and "Traceback" not in out.stderr
+    assert not (tmp_path / "data").exists()
+
+
 def test_mcp_without_the_tools_extra_is_one_line_with_the_pip_command(tmp_path):
     out = _cli(tmp_path, "mcp", hide="mcp")
     lines = out.stderr.strip().splitlines()

@@ -124,6 +124,21 @@ def test_handlers_drive_a_session(handlers, guide_md):
     assert "Document deleted" in log and rows == []
 
 
+def test_an_upload_is_stored_and_cited_under_its_own_name(handlers, guide_md, tmp_path):
+    """Gradio hands the app a temporary copy (``/tmp/gradio/<hash>/<name>``); before (issue 27 §5) the
+    document was stored, listed and cited (to the LLM, to MCP and CLI users) under that copy's path."""
+    upload = tmp_path / "gradio" / "9f86d081884c7d65" / guide_md.name
+    upload.parent.mkdir(parents=True)
+    upload.write_bytes(guide_md.read_bytes())
+    session = Session()
+    handlers.load(session, "alice", [str(upload)], progress=lambda *a, **k: None)
+    la = session.assistant
+    assert [d.source_path for d in la.rag.list_documents()] == ["learning_guide.md"]
+    answer = la.rag.ask("遗忘策略有哪些？")
+    assert answer.citations and {c.source_path for c in answer.citations} == {"learning_guide.md"}
+    assert str(tmp_path) not in answer.answer
+
+
 def test_the_app_builds_with_five_tabs(settings, fake_embedder):
     pytest.importorskip("gradio", reason="the web app needs: pip install gradio")
     from apps.ui import build_app
@@ -172,10 +187,10 @@ def test_an_upload_dropped_during_indexing_queues_and_is_indexed(handlers, guide
     started, release = threading.Event(), threading.Event()
     real = la._load_one
 
-    def slow(path, progress=None):
+    def slow(path, progress=None, **kwargs):
         started.set()
         release.wait(30)
-        return real(path, progress)
+        return real(path, progress, **kwargs)
 
     la._load_one = slow
     infos: list[str] = []

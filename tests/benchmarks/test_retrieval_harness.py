@@ -19,7 +19,14 @@ from benchmarks.evaluation import evaluate
 from benchmarks.retrieval import main
 from benchmarks.runner import run_system
 from benchmarks.systems import RetrievalSystem, SystemUnavailableError, build_system, parse_spec
-from benchmarks.systems.hello_memory import memory_payload, query_input
+from benchmarks.systems.hello_memory import (
+    HelloMemorySystem,
+    chat_message,
+    doc_text,
+    memory_payload,
+    query_input,
+    sessions,
+)
 from benchmarks.systems.hybrid import HybridSystem, rrf
 from benchmarks.systems.views import named_speaker_mask, query_text, with_metadata, with_neighbours
 
@@ -624,12 +631,33 @@ def test_a_failing_system_is_reported_not_fatal(tmp_path, monkeypatch):
     assert "search exploded" in json.loads(out.read_text())["skipped"]["bm25"]
 
 
-def test_hello_memory_adapter_round_trips_doc_ids(tmp_path):
-    """Through the public MemoryManager API: every turn comes back under its own doc id.
+def test_memory_payload_forms_and_texts():
+    when = datetime(2023, 5, 8, tzinfo=timezone.utc)
+    doc = Doc("D1:1", "Caroline: hi", when, "1", "Caroline")
+    session = memory_payload(doc, form="session")
+    assert session["session_id"] == "1" and session["participants"] == ["Caroline"] and "event_type" not in session
+    plain = memory_payload(doc, form="plain", text="bare")
+    assert plain["content"] == "hi" and not {"session_id", "participants", "event_type"} & set(plain)
+    notes = memory_payload(Doc("m1", "went hiking", when), form="notes", corpus_id="7")
+    assert (notes["session_id"], notes["participants"]) == ("agent-session", ["user 7"])
+    assert "event_type" not in notes
+    assert doc_text(Doc("x", "hello", speaker="user"), "named") == "user: hello"
+    assert chat_message(doc) == {"role": "user", "name": "Caroline", "content": "hi"}
+    assert chat_message(Doc("x", "hello", speaker="assistant")) == {"role": "assistant", "content": "hello"}
+    docs = [Doc("a", "1", session_id="s"), Doc("b", "2", session_id="s"), Doc("c", "3"), Doc("d", "4", session_id="t")]
+    assert [[d.doc_id for d in part] for part in sessions(docs)] == [["a", "b"], ["c"], ["d"]]
+    with pytest.raises(ValueError):
+        HelloMemorySystem(form="chat")
+
+
+@pytest.mark.parametrize("spec", ["hello_memory", "hello_memory:form=messages", "hello_memory:form=session",
+                                  "hello_memory:form=plain", "hello_memory:form=notes"])
+def test_hello_memory_adapter_round_trips_doc_ids(tmp_path, spec):
+    """Through the public MemoryManager API: every turn comes back under its own doc id, in every form.
 
     The product must import: its ``SystemUnavailableError`` is a failure here, never a skip.
     """
-    system = build_system("hello_memory")
+    system = build_system(spec)
     task = load_task("locomo", _locomo_file(tmp_path))
     try:
         run = run_system("hello_memory", system, task, depth=5)

@@ -104,3 +104,17 @@ def test_writes_still_create_their_home_and_reads_then_find_it(bare, tmp_path):
     assert out.exit_code == 0 and "exported 1 memories to out.jsonl" in out.output, out.output
     out = bare("reindex", "--graph")
     assert out.exit_code == 0 and "graph rebuilt: 1 semantic memories of 1 users" in out.output, out.output
+
+
+@pytest.mark.parametrize(("command", "skipped"), [("search", ["h2", "httpx._main", "trio"]),
+                                                  ("serve", ["httpx._main"]), ("mcp", ["httpx._main"])])
+def test_the_process_skips_only_what_its_command_never_uses(command, skipped):
+    """The memory commands talk HTTP/1.1 to a service; ``serve``, ``mcp`` and ``app`` keep HTTP/2 and trio."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from hello_memory.cli import skip_unused_imports\n"
+            f"skip_unused_imports(['hello-memory', {command!r}])\n"
+            "print(sorted(m for m in ('h2', 'httpx._main', 'trio') if m in sys.modules and sys.modules[m] is None))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == str(skipped), out.stderr

@@ -107,7 +107,8 @@ def test_remove_deletes_everywhere(manager):
     assert b.vectors.count("memories") == 0
     assert b.records.residue("alice") == {"memories": 0, "history": 0, "pending": 0, "facts": 0, "lexical": 0}
     assert b.graph.counts("alice")["entities"] == 0
-    assert manager.history(item.id) == []
+    with pytest.raises(NotFoundError):  # its history went with it (history of an id the user does not hold)
+        manager.history(item.id)
 
 
 def test_forget_soft_delete_and_restore(manager):

@@ -40,3 +40,15 @@ def test_the_checkout_packages_every_module_folder():
     found = _found(ROOT)
     assert set(PACKAGES) <= found and "hello_memory.stores" in found and "apps" in found
     assert not {p for p in found if p.split(".")[0] not in PACKAGES}, sorted(found)
+
+
+@pytest.mark.parametrize("path", [".venv/bin/python", "venv/lib/site.py", "hello_memory_data/records.db"])
+def test_local_environments_and_data_are_ignored_by_git(path):
+    """Before (issue 27 §5) a ``python -m venv .venv`` in the checkout showed up as untracked files."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    out = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=ROOT, capture_output=True)
+    assert out.returncode == 0, f"{path} is not ignored by .gitignore"

@@ -114,9 +114,9 @@ for _k, _v in {
     case(f"add-importance-{_k}", lambda e, v=_v: e.mm.add("fine text", memory_type="episodic", importance=v))
 
 for _k, _v in {
-    "unknown": "procedural", "empty": "", "upper": "WORKING", "padded": " episodic", "none": None, "int": 5,
+    "unknown": "procedural", "empty": "", "upper": "WORKING", "padded": " episodic", "int": 5,
     "list": ["semantic"], "nul": "episodic\x00",
-}.items():
+}.items():  # None is the default (working for a text, episodic for a conversation: issue 26)
     case(f"add-memory-type-{_k}", lambda e, v=_v: e.mm.add("fine text", memory_type=v))
 case("add-memory-type-disabled", lambda e: e.no_perceptual.add("a photo", memory_type="perceptual"))
 
@@ -172,11 +172,10 @@ _ID_OPS: dict[str, Callable[[MemoryManager, Any], Any]] = {
     "remove": lambda m, i: m.remove(i), "restore": lambda m, i: m.restore(i),
     "history": lambda m, i: m.history(i),
 }
-for _op, _fn in _ID_OPS.items():
-    if _op != "history":  # history of an id that is not the user's is empty (tested below), not an error
-        case(f"{_op}-other-users-id", lambda e, f=_fn: f(e.mm, e.bob_id), NotFoundError)
-        case(f"{_op}-unknown-uuid", lambda e, f=_fn: f(e.mm, "00000000-0000-4000-8000-000000000000"),
-             NotFoundError)
+for _op, _fn in _ID_OPS.items():  # history too: an id that is not the user's is not found (issue 27 §4)
+    case(f"{_op}-other-users-id", lambda e, f=_fn: f(e.mm, e.bob_id), NotFoundError)
+    case(f"{_op}-unknown-uuid", lambda e, f=_fn: f(e.mm, "00000000-0000-4000-8000-000000000000"),
+         NotFoundError)
     for _k, _v in {"empty": "", "none": None, "int": 5, "too-long": "x" * 300, "control": "id\x07"}.items():
         case(f"{_op}-id-{_k}", lambda e, f=_fn, v=_v: f(e.mm, v), InvalidInputError)
 case("update-as-owner-of-other-user", lambda e: e.mm.update(e.bob_id, importance=0.9, user_id="alice"),
@@ -314,8 +313,9 @@ def test_bad_input_is_refused_cleanly(env: Env, fn: Call, expected: type[BaseExc
     assert_usable(env)
 
 
-def test_history_of_another_users_memory_is_empty(env: Env) -> None:
-    assert env.mm.history(env.bob_id) == []
+def test_history_of_another_users_memory_is_not_found(env: Env) -> None:
+    with pytest.raises(NotFoundError):  # like get (issue 27 §4)
+        env.mm.history(env.bob_id)
     assert env.mm.history(env.bob_id, user_id="bob") != []
 
 

@@ -223,7 +223,7 @@ def test_scrub_survives_thousands_of_deletions() -> None:
         for n in range(2_100):
             item = MemoryItem(user_id="u", memory_type="episodic", content=f"word{n} shared")
             with records.transaction() as conn:
-                records.insert(conn, item, [f"word{n}", "shared"])
+                records.insert_many(conn, [(item, [f"word{n}", "shared"])])
             doc = DocumentRecord("ns", f"d{n}", None, None, "text", 1, 2, datetime.now(timezone.utc))
             chunks.put_document(doc, [ChunkRecord(str(uuid.uuid4()), "ns", f"d{n}", 0, f"text {n}", 0, 6, "", "en", 2,
                                                   lexical=f"text{n}")])

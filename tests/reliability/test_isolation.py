@@ -166,7 +166,8 @@ class MemoryIsolation(RuleBasedStateMachine):
         with pytest.raises(NotFoundError):
             calls[op]()
         assert self._others(thief) == before
-        assert self.mm.history(mid, user_id=thief) == []
+        with pytest.raises(NotFoundError):  # like get: not the thief's (issue 27 §4)
+            self.mm.history(mid, user_id=thief)
 
     @rule(u=st.integers(0, 2), threshold=st.floats(0.0, 0.6))
     def forget(self, u: int, threshold: float) -> None:

@@ -17,6 +17,8 @@ from hello_memory import MemoryManager, Settings
 
 REPO = Path(__file__).resolve().parents[2]
 FACT = "我叫张三，我是Python开发者"
+CHAT = [{"role": "user", "name": "张三", "content": "我下周去杭州出差"},
+        {"role": "assistant", "content": "记得带伞，杭州多雨。", "created_at": "2026-03-02T10:00:00+08:00"}]
 
 
 def _is_error(result) -> bool:
@@ -42,6 +44,7 @@ async def _session_run(home: Path, docs: Path) -> dict:
             out["add"] = await session.call_tool("memory_add", {"content": FACT, "memory_type": "semantic",
                                                                 "importance": 0.9})
             out["search"] = await session.call_tool("memory_search", {"query": "张三是做什么的"})
+            out["chat"] = await session.call_tool("memory_add", {"messages": CHAT})
             out["bad"] = await session.call_tool("memory_search", {"query": "x", "limit": 10_000})
             out["clear"] = await session.call_tool("memory_clear_all", {})
             out["rag_add"] = await session.call_tool("rag_add_text", {"text": "Qdrant stores vectors."})
@@ -68,6 +71,14 @@ def test_mcp_stdio_server_lists_tools_and_runs_memory_add_and_search(tmp_path):
     assert not _is_error(search) and FACT in search.content[0].text and memory_id in search.content[0].text
     assert _structured(search)["data"]["hits"][0]["id"] == memory_id
 
+    add_schema = getattr(tools["memory_add"], "input_schema", None) or tools["memory_add"].inputSchema
+    assert set(add_schema["properties"]["messages"]["items"]["properties"]) == {"role", "content", "name",
+                                                                                 "created_at"}
+    chat = out["chat"]
+    assert not _is_error(chat) and "2 conversation turns" in chat.content[0].text
+    turns = _structured(chat)["data"]["memories"]
+    assert [t["participants"] for t in turns] == [["张三"], ["assistant"]]
+
     assert _is_error(out["bad"]) and "limit" in out["bad"].content[0].text
     assert _is_error(out["clear"]) and "confirm" in out["clear"].content[0].text
     assert not _is_error(out["rag_add"])
@@ -76,4 +87,5 @@ def test_mcp_stdio_server_lists_tools_and_runs_memory_add_and_search(tmp_path):
     # The server has exited (directory lock released); the memory is on disk for user zhangsan only.
     with MemoryManager(Settings(home=home, embedder="tfidf"), user_id="zhangsan") as mm:
         assert mm.get(memory_id).content == FACT
+        assert [mm.get(t["id"]).event_type for t in turns] == ["conversation", "conversation"]
         assert mm.stats(user_id="someone_else").total == 0

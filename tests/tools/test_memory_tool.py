@@ -41,6 +41,23 @@ def test_add_keeps_content_type_importance_session_and_metadata(registry, memory
     assert stored.session_id == memory_tool.session_id
 
 
+def test_add_with_messages_stores_each_as_a_turn_of_the_session(registry, memory_tool, call):
+    messages = [{"role": "user", "name": "Caroline", "content": "I joined a pottery class on Friday"},
+                {"role": "assistant", "content": "How was the first lesson?"}]
+    r = call(registry, "memory", {"action": "add", "messages": messages, "importance": 0.8})
+    assert r.ok and r.action == "add", r.error
+    turns = r.data.memories
+    assert [t.content for t in turns] == ["Caroline: I joined a pottery class on Friday", "How was the first lesson?"]
+    assert all(t.id in r.text() for t in turns) and "2 conversation turns" in r.text()
+    stored = [memory_tool.manager.get(t.id, user_id="alice") for t in turns]
+    assert [s.participants for s in stored] == [["Caroline"], ["assistant"]]
+    assert {(s.memory_type, s.session_id, s.event_type, s.importance) for s in stored} == {
+        ("episodic", memory_tool.session_id, "conversation", 0.8)}
+    assert stored[0].created_at < stored[1].created_at
+    again = call(registry, "memory", {"action": "add", "messages": messages, "importance": 0.8})
+    assert [t.id for t in again.data.memories] == [t.id for t in turns] and total(memory_tool) == 2
+
+
 def test_participants_named_in_a_search_rank_their_memories_first(registry, memory_tool, call):
     for name in ("Caroline", "Melanie"):
         r = call(registry, "memory", {"action": "add", "content": "went to the pottery class on Friday",
@@ -168,7 +185,17 @@ def shared_memory(tmp_path_factory):
     ('{"action": "add", "content": "x", "memory_type": "dream"}', "parameter 'memory_type'"),
     ('{"action": "add", "content": "x", "colour": "red"}', "unknown parameter 'colour'"),
     ('{"action": "add", "content": "   "}', "content is empty"),
-    ('{"action": "add"}', "missing required parameter 'content'"),
+    ('{"action": "add"}', "give either content (one memory) or messages"),
+    ('{"action": "add", "content": "x", "messages": [{"role": "user", "content": "hi"}]}', "not both"),
+    ('{"action": "add", "messages": []}', "parameter 'messages'"),
+    ('{"action": "add", "messages": [{"role": "user"}]}', "parameter 'messages.0.content'"),
+    ('{"action": "add", "messages": [{"role": "user", "content": "hi", "tool_calls": []}]}', "unknown parameter"),
+    ('{"action": "add", "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b", '
+     '"created_at": "soon"}]}', "message 1 created_at is not an ISO-8601"),
+    ('{"action": "add", "messages": [{"role": "user", "content": "hi"}], "memory_type": "semantic"}',
+     "leave out memory_type"),
+    ('{"action": "add", "messages": [{"role": "user", "content": "hi"}], "participants": ["Ann"]}',
+     "leave out participants"),
     ('{"action": "fly"}', "unknown action 'fly'"),
     ('{"content": "x"}', "missing parameter 'action'"),
     ('{"action": 3}', "unknown action 3"),

@@ -6,8 +6,10 @@ Lexical semantics (what any other record store must reproduce to rank the same w
   (stemmed English words, jieba words plus character bigrams for Chinese), made FTS-safe by
   :func:`fts_tokens` and stored in the ``lex`` column.
 - **Conversation context.** A *conversation turn* is an episodic memory with a ``session_id`` and
-  ``event_type == "conversation"`` (:data:`TURN_EVENT_TYPE`; ``MemoryTool.auto_record_conversation``
-  and the benchmark adapters set it; ``event_type`` cannot change after the add). The FTS document
+  ``event_type == "conversation"`` (:data:`TURN_EVENT_TYPE`; ``add(messages, session_id=...)``,
+  ``MemoryTool.auto_record_conversation`` and the benchmark adapters set it; ``event_type`` cannot
+  change after the add; a session and participants alone do not make a turn: BENCHMARKS.md
+  "Conversations" measures why). The FTS document
   of a turn is the own tokens of up to ``context_window`` live turns before it in its session (by
   ``created_at``, then insertion order), its own tokens twice, then up to ``context_window`` live
   turns after it. Every other memory — notes, document loads, Q&A records, facts — is indexed with

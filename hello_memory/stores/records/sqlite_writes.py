@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
-from hello_memory.errors import DiskFullError, InvalidInputError, NotFoundError
+from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.language.text import lexical_tokens
 from hello_memory.models import HistoryEntry, MemoryItem
 from hello_memory.stores.records import sqlite_rows as layout
@@ -170,10 +170,6 @@ class SQLiteWrites(SQLiteReads):
 
 
     # -- row statements (inside a transaction) --
-    def insert(self, conn: sqlite3.Connection, item: MemoryItem, tokens: Sequence[str]) -> None:
-        """Insert one memory and its lexical tokens (see :meth:`insert_many`)."""
-        self.insert_many(conn, [(item, tokens)])
-
     def insert_many(
         self, conn: sqlite3.Connection, items: Sequence[tuple[MemoryItem, Sequence[str]]]
     ) -> None:
@@ -267,23 +263,6 @@ class SQLiteWrites(SQLiteReads):
     ) -> None:
         """Record a functional fact (subject, relation, object) asserted by a memory."""
         conn.execute("INSERT INTO facts VALUES (?,?,?,?,?)", (user_id, memory_id, s, rel, o))
-
-    def touch(self, ids: Sequence[str], at: datetime) -> None:
-        """Record an access (last_accessed_at, access_count) for ``ids``; best effort.
-
-        A read must not fail because its bookkeeping cannot be written: on a full disk the access
-        is not counted (logged) and the read goes on.
-        """
-        if not ids:
-            return
-        try:
-            with self.transaction() as conn:
-                conn.executemany(
-                    "UPDATE memories SET last_accessed_at=?, access_count=access_count+1 WHERE id=?",
-                    [(layout.ts(at), i) for i in ids],
-                )
-        except DiskFullError as e:
-            logger.warning("access counts not updated: %s", e)
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a key/value in the meta table."""

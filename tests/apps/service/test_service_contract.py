@@ -4,6 +4,7 @@ through a real service (uvicorn on loopback, real HTTP), plus a differential run
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,6 +66,14 @@ def test_same_methods_arguments_and_defaults(protocol, local, remote, at_least):
             extra = got[len(want):]
             assert all(kind == inspect.Parameter.KEYWORD_ONLY and default is not inspect.Parameter.empty
                        for _, kind, default in extra), f"{impl.__name__}.{name} has extra required arguments"
+
+
+@pytest.mark.parametrize("impl", [MemoryManager, RemoteMemory])
+def test_add_has_the_protocols_overloads(impl):
+    # add(str) -> MemoryItem and add(messages) -> list[MemoryItem], exactly as MemoryAPI declares them.
+    want = [str(inspect.signature(f)) for f in typing.get_overloads(MemoryAPI.add)]
+    assert len(want) == 2 and [str(inspect.signature(f)) for f in typing.get_overloads(impl.add)] == want
+    assert str(inspect.signature(impl.add)) == str(inspect.signature(MemoryAPI.add))
 
 
 @pytest.mark.parametrize("name", ["export_lines", "import_lines", "reindex_graph"])

@@ -117,3 +117,13 @@ def test_a_progress_that_cannot_be_called_is_refused_before_anything_is_indexed(
     with pytest.raises(InvalidInputError, match="progress"):
         kb.add_document(guide, progress=progress)
     assert kb.list_documents() == []
+
+
+def test_a_document_can_be_recorded_under_another_source(kb, guide):
+    """The app's uploads are Gradio's temporary copies: they are recorded under the file's own name,
+    in process and through the service alike (before, ``RemoteRAG`` always sent the copy's path)."""
+    report = kb.add_document(guide, source_path="guide.md")
+    assert report.source_path == "guide.md"
+    assert [d.source_path for d in kb.list_documents()] == ["guide.md"]
+    answer = kb.ask("How do I reset my password?")
+    assert answer.citations and {c.source_path for c in answer.citations} == {"guide.md"}

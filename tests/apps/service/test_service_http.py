@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from service_runner import RunningService, start_service
+from service_runner import REPO, RunningService, service_env, start_service
+
+from hello_memory.errors import InvalidInputError
 
 TABLES = {"records.db": ("memories", "history", "memories_fts", "pending", "facts"),
           "rag.db": ("documents", "chunks", "chunks_fts")}
@@ -201,3 +205,119 @@ def test_cross_origin_and_foreign_host_requests_are_refused_without_keys(svc, cl
     assert_clear_error(rebound, 403, "local programs")
     same = client.get("/v1/me", headers={"Origin": svc[0].url})
     assert same.status_code == 200
+
+
+# -- issue 27 §2: what the service accepts, its clients can read ----------------------------------
+DEPTHS = (33, 198, 254, 300, 5000)
+
+
+def _deep(levels: int) -> str:
+    return '{"a": ' * levels + "1" + "}" * levels
+
+
+def _first_memory(client: httpx.Client) -> dict:
+    return next(m for m in client.get("/v1/memories").json() if m["content"] == "a first memory")
+
+
+DEEP_WRITES = {
+    "add": ("POST", "/v1/memories", '{{"content": "x", "metadata": {}}}'),
+    "add_many": ("POST", "/v1/memories/batch",
+                 '{{"items": [{{"content": "ok"}}, {{"content": "x", "metadata": {}}}]}}'),
+    "update": ("PATCH", "/v1/memories/{id}", '{{"metadata": {}}}'),
+    "add_text": ("POST", "/v1/namespaces/default/texts", '{{"text": "# T\\n\\nx", "metadata": {}}}'),
+    "add_document_path": ("POST", "/v1/namespaces/default/documents/path", '{{"path": "guide.md", "metadata": {}}}'),
+}
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+@pytest.mark.parametrize("write", sorted(DEEP_WRITES))
+def test_metadata_nested_too_deep_is_422_naming_metadata_at_every_depth(svc, client, write, depth):
+    method, path, template = DEEP_WRITES[write]
+    first = _first_memory(client)
+    before = counts(svc[0].home)
+    response = client.request(method, path.format(id=first["id"]), content=template.format(_deep(depth)).encode(),
+                              headers=JSON)
+    error = assert_clear_error(response, 422, "metadata", "nested deeper")
+    assert error["code"] == "invalid_input" and error["fields"]["field"] == "metadata"
+    assert counts(svc[0].home) == before
+    assert _first_memory(client) == first
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_an_upload_with_metadata_nested_too_deep_is_422(svc, client, depth):
+    before = counts(svc[0].home)
+    response = client.post("/v1/namespaces/default/documents", files={"file": ("deep.md", b"# Deep\n\ntext")},
+                           data={"metadata": _deep(depth)})
+    error = assert_clear_error(response, 422, "metadata", "nested deeper")
+    assert error["fields"]["field"] == "metadata"
+    assert counts(svc[0].home) == before
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ("[" * 5000 + "]" * 5000, None),
+    ('{"query": ' + "[" * 5000 + "]" * 5000 + "}", "query"),
+    ('{"query": [{"role": "user", "content": ' + _deep(5000) + "}]}", "content"),
+], ids=["array", "query-list", "message-content"])
+def test_any_body_nested_past_the_parser_is_422_never_400_or_500(svc, client, body, field):
+    error = assert_clear_error(client.post("/v1/memories/search", content=body.encode(), headers=JSON), 422,
+                               "nested deeper")
+    assert error["fields"].get("field") == field
+
+
+def test_metadata_at_the_limit_is_stored_and_every_client_reads_it_back(svc, client):
+    from hello_memory.client.remote import RemoteMemory
+
+    user = "depth-user"
+    with RemoteMemory(svc[0].url, user_id=user) as mm:
+        kept = mm.add("thirty-two levels of metadata", metadata=json.loads(_deep(32)))
+        for depth in DEPTHS[:-1]:  # 5000 levels cannot even be built in Python without recursion
+            with pytest.raises(InvalidInputError) as refused:
+                mm.add("too deep", metadata=json.loads(_deep(depth)))
+            assert refused.value.field == "metadata"
+        assert [m.id for m in mm.get_all()] == [kept.id]
+        assert mm.get(kept.id).metadata == kept.metadata
+        assert [h.item.id for h in mm.search("thirty-two levels")] == [kept.id]
+    result = subprocess.run([sys.executable, "-c", "from apps.cli import main; main()", "search", "thirty-two",
+                             "--server", svc[0].url, "--user", user], cwd=REPO, capture_output=True, text=True,
+                            timeout=120, env=service_env())
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "thirty-two levels" in result.stdout
+
+
+# -- issue 27 §4: unknown query parameters and form fields are refused like unknown JSON fields -------
+@pytest.mark.parametrize(("method", "path", "word"), [
+    ("GET", "/v1/memories?colour=red", "colour"),
+    ("GET", "/v1/memories?user_id=default_user&limt=5", "limt"),
+    ("GET", "/v1/memories/stats?user=bob", "user"),
+    ("GET", "/v1/memories/summary?limit=3&verbose=1", "verbose"),
+    ("GET", "/v1/memories/{id}?purge=true", "purge"),
+    ("GET", "/v1/memories/{id}/history?all=1", "all"),
+    ("DELETE", "/v1/memories/{id}?purge=true", "purge"),
+    ("POST", "/v1/memories/search?limit=3", "limit"),
+    ("GET", "/v1/namespaces/default/documents?page=2", "page"),
+    ("GET", "/v1/me?x=1", "x"),
+    ("GET", "/health?verbose=1", "verbose"),
+    ("POST", "/v1/import?reembed=false&dry_run=true", "dry_run"),
+])
+def test_unknown_query_parameters_are_422_naming_them(svc, client, method, path, word):
+    first = _first_memory(client)
+    before = counts(svc[0].home)
+    body = b'{"query": "first"}' if path.startswith("/v1/memories/search") else None
+    response = client.request(method, path.format(id=first["id"]), content=body, headers=JSON)
+    error = assert_clear_error(response, 422, word, "unknown")
+    assert error["code"] == "invalid_input" and error["fields"]["field"] == word
+    assert counts(svc[0].home) == before
+    assert _first_memory(client) == first
+
+
+def test_unknown_form_fields_of_an_upload_are_422_naming_them(svc, client):
+    before = counts(svc[0].home)
+    response = client.post("/v1/namespaces/default/documents", files={"file": ("form.md", b"# Form\n\ntext")},
+                           data={"document_id": "form-doc", "chunk_size": "100"})
+    error = assert_clear_error(response, 422, "chunk_size", "unknown")
+    assert error["fields"]["field"] == "chunk_size"
+    assert counts(svc[0].home) == before
+    known = client.post("/v1/namespaces/default/documents", files={"file": ("form.md", b"# Form\n\ntext")},
+                        data={"document_id": "form-doc", "chunk_tokens": "100", "source_path": "/home/me/form.md"})
+    assert known.status_code == 200, known.text
+    assert client.delete("/v1/namespaces/default/documents/form-doc").json() == {"count": 1}

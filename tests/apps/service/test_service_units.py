@@ -8,6 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from service_runner import REPO
 
 from apps.service.auth import KeyRing, check_bind, is_loopback, read_keys_file
@@ -15,6 +17,7 @@ from apps.service.routes_documents import upload_name
 from apps.service.server import advertised_url, serve
 from apps.service.settings import KeyGrant, ServiceSettings
 from hello_memory import errors as E
+from hello_memory.validation import MAX_ID_CHARS, check_id
 from hello_memory.wire import ERROR_CODES, ErrorBody, decode, encode
 
 SAMPLES: list[E.HelloMemoryError] = [
@@ -74,7 +77,7 @@ def test_keys_from_settings_and_file(tmp_path):
                                                  keys_file=keys))
     assert not ring.open
     alice = ring.authenticate("Bearer k-alice-1234")
-    assert (alice.user_id, alice.admin, alice.namespaces) == ("alice", False, frozenset({"alice", "docs_alice"}))
+    assert (alice.user_id, alice.admin, alice.namespaces) == ("alice", False, frozenset({"docs_alice"}))
     assert ring.authenticate("bearer k-file-12345").namespaces == frozenset({"kb"})
     assert ring.authenticate("Bearer k-admin-1234").admin
     for header in (None, "", "Bearer nope", "Basic k-alice-1234", "k-alice-1234"):
@@ -90,7 +93,9 @@ def test_keys_from_settings_and_file(tmp_path):
 
 @pytest.mark.parametrize("content", ["not json", '{"keys": 5}', '{"keys": [{"key": "short", "user_id": "a"}]}',
                                      '{"keys": [{"key": "long-enough-key", "user_id": ""}]}',
-                                     '{"keys": [{"key": "long-enough-key", "user_id": "a", "role": "x"}]}'])
+                                     '{"keys": [{"key": "long-enough-key", "user_id": "a", "role": "x"}]}',
+                                     '{"keys": ' + "[" * 5000 + "]" * 5000 + "}"],
+                         ids=range(6))
 def test_bad_keys_files_are_clear_errors(tmp_path, content):
     path = tmp_path / "keys.json"
     path.write_text(content, encoding="utf-8")
@@ -219,3 +224,68 @@ def test_imports_have_the_upload_body_limit():
     limit = BodyLimit(None, max_bytes=1024, max_upload_bytes=4096)  # type: ignore[arg-type]
     assert limit._limit({"method": "POST", "path": "/v1/import"}) == 4096
     assert limit._limit({"method": "POST", "path": "/v1/export"}) == 1024
+
+
+def test_every_route_of_the_app_refuses_unknown_names_and_parses_deep_json_safely():
+    from types import SimpleNamespace
+
+    from fastapi.routing import APIRoute
+
+    from apps.service.app import create_app
+    from apps.service.routing import ServiceRoute
+
+    def routes(items: list) -> list[APIRoute]:  # included routers keep their own list of routes
+        out = []
+        for item in items:
+            inner = getattr(item, "original_router", None)
+            out += routes(inner.routes) if inner is not None else [item] if isinstance(item, APIRoute) else []
+        return out
+
+    app = create_app(SimpleNamespace(service=ServiceSettings()), KeyRing({}), close_on_shutdown=False)  # type: ignore[arg-type]
+    found = routes(app.routes)
+    assert len(found) > 30 and not [r.path for r in found if not isinstance(r, ServiceRoute)]
+
+
+ADVERSARIAL_IDS = ["bob", "docs_bob", "docs_docs_bob", "Bob", "bob ", " bob", "bob/..", "böb", "bo\u0308b",
+                   "docs~" + "0" * 64, "x" * 250, "x" * 251, "x" * 252, "x" * 256, "y" * 256, "张三", "*", "%2e%2e"]
+
+
+def test_default_namespaces_never_collide_across_user_ids():
+    from apps.service.users import default_namespace
+
+    spaces = [default_namespace(uid) for uid in ADVERSARIAL_IDS]
+    assert len(set(spaces)) == len(spaces)
+    assert default_namespace("bob") == "docs_bob" and default_namespace("docs_bob") == "docs_docs_bob"
+    for uid in ADVERSARIAL_IDS:  # each one a valid namespace, so every user id can have its knowledge base
+        assert check_id(default_namespace(uid), "namespace") == default_namespace(uid)
+
+
+@given(st.lists(st.text(min_size=1, max_size=MAX_ID_CHARS), min_size=2, max_size=20, unique=True))
+def test_the_default_namespace_is_injective(ids):
+    from apps.service.users import default_namespace
+
+    valid = [u for u in ids if _valid_id(u)]
+    assert len({default_namespace(u) for u in valid}) == len(valid)
+
+
+def _valid_id(value: str) -> bool:
+    try:
+        check_id(value, "user_id")
+    except E.InvalidInputError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("uid", ADVERSARIAL_IDS, ids=lambda u: f"{u[:14]}-{len(u)}")
+def test_a_key_reaches_its_own_default_namespace_and_no_other_users(uid):
+    from apps.service.users import default_namespace
+
+    ring = KeyRing.from_grants({"k-0123456789": uid})
+    who = ring.authenticate("Bearer k-0123456789")
+    assert who.namespaces == frozenset({default_namespace(uid)})
+    for other in ADVERSARIAL_IDS:
+        if other != uid:
+            with pytest.raises(E.PermissionDeniedError):
+                who.namespace(default_namespace(other))
+    with pytest.raises(E.PermissionDeniedError):
+        who.namespace(uid)  # the bare user id is no knowledge base of the key (user "docs_bob" got bob's)
