@@ -100,9 +100,14 @@ def writer(user_id: str) -> str:
     return f"user {user_id!r}"
 
 
-def _same_call(route: str, users: set[str], body: BaseModel) -> tuple[str, ...]:
-    """The key under which a retry of this add joins its first try (same users, same body)."""
-    return (route, *sorted(users), hashlib.sha256(body.model_dump_json().encode()).hexdigest())
+def _same_call(route: str, users: set[str], body: BaseModel) -> tuple[str, ...] | None:
+    """The key under which a retry of this add joins its first try (same users, same body); ``None``
+    for a body too deep to serialise (the write gate refuses it)."""
+    try:
+        digest = hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+    except (ValueError, RecursionError):  # pydantic's serialisation error is a ValueError
+        return None
+    return (route, *sorted(users), digest)
 
 
 @router.post("/memories", response_model=MemoryItem | list[MemoryItem], status_code=201, tags=["memories"],
