@@ -243,7 +243,9 @@ def test_every_route_of_the_app_refuses_unknown_names_and_parses_deep_json_safel
 
     app = create_app(SimpleNamespace(service=ServiceSettings()), KeyRing({}), close_on_shutdown=False)  # type: ignore[arg-type]
     found = routes(app.routes)
-    assert len(found) > 30 and not [r.path for r in found if not isinstance(r, ServiceRoute)]
+    # the documentation pages come from fastapi-offline: static HTML that reads no input at all
+    pages = {"/docs", "/docs/oauth2-redirect", "/redoc"}
+    assert len(found) > 30 and not [r.path for r in found if not isinstance(r, ServiceRoute) and r.path not in pages]
 
 
 ADVERSARIAL_IDS = ["bob", "docs_bob", "docs_docs_bob", "Bob", "bob ", " bob", "bob/..", "böb", "bo\u0308b",
