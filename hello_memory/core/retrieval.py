@@ -239,9 +239,9 @@ def _relevance(
     named_times: Sequence[TimeWindow],
     judged: bool,
 ) -> tuple[dict[str, Relevance], set[str]]:
-    """Fused relevance of every candidate (how they score), and the survivors of the relevance floor
-    (who is returned at all: :func:`hello_memory.core.floor.survivors`; everyone when the query is
-    not ``judged``)."""
+    """Fused relevance of every candidate (how they score), and who the relevance floor admits
+    (:func:`hello_memory.core.floor.survivors`, :func:`~hello_memory.core.floor.admitted`: nobody when
+    nothing clears it; everyone when the query is not ``judged``)."""
     settings = core.settings
     rel = fuse(
         {k: dense[k] for k in rows if k in dense},
@@ -273,7 +273,7 @@ def _relevance(
         rel = prefer_times(rel, fits, settings.time_weight)
     graphed = {k for k, r in rows.items() if hops and _graph(r, hops) > 0}
     kept = floor.survivors(rows, dense, evidence, pairs, fits, graphed, bar, names_topic=bool(asked))
-    return rel, kept
+    return rel, floor.admitted(kept, rows, settings.floor_scope)
 
 
 def _question_answer_pairs(
