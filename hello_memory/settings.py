@@ -32,7 +32,7 @@ def _env(name: str) -> AliasChoices:
 
 EmbedderName = Literal["auto", "e5", "sentence-transformers", "dashscope", "tfidf"]
 FusionName = Literal["convex", "rrf", "dense"]
-FloorScope = Literal["question", "memory"]
+FloorScope = Literal["question", "mixed", "memory"]
 
 
 #: Named retrieval presets: the settings each one fixes (everything else keeps its default).

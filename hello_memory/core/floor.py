@@ -113,3 +113,10 @@ def admitted(kept: set[str], candidates: Collection[str], scope: FloorScope) -> 
     if scope == "memory" or not kept:
         return kept
     return set(candidates)
+
+
+def behind(kept: Collection[str], candidate: str, scope: FloorScope) -> bool:
+    """True when ``candidate`` ranks after every survivor: under ``"question"`` the memories
+    admitted without clearing the floor themselves follow the ones that do, each group by score
+    (``"mixed"``: one ranking by score)."""
+    return scope == "question" and candidate not in kept
