@@ -20,15 +20,18 @@ embedder and per script of the query: :mod:`hello_memory.core.calibration`). A c
 The floor judges questions, not conversations or long texts (the caller passes ``bar=None``
 then; see :data:`hello_memory.core.retrieval.FLOOR_MAX_QUERY_TOKENS`).
 
-What it decides (``Settings.floor_scope``, :func:`admitted`): by default whether the *question* gets
-an answer at all. When no candidate survives the rules above, search returns nothing; when one
-does, every candidate is ranked as without a floor. The floor is set where about one unrelated
-memory in 500 clears it: right for "is anything here about this?", too strict for "is this memory
-part of the answer?" — the other pieces of a multi-part answer ("how old was I when Alex was
-born?": a birthday, a birth) each match only part of the question, and a floor on every memory cut
-them from the list. Whether a question gets an answer is decided the same way under both scopes,
-so the no-answer rate does not change (BENCHMARKS.md, "Every piece of evidence").
-``floor_scope="memory"`` keeps the earlier behaviour: only the survivors are returned.
+What it decides (``Settings.floor_scope``, :func:`admitted`, :func:`behind`): by default whether the
+*question* gets an answer at all. When no candidate survives the rules above, search returns
+nothing; when one does, the survivors rank first, by score, and every other candidate follows them,
+by score. The floor is set where about one unrelated memory in 500 clears it: right for "is
+anything here about this?", too strict for "is this memory part of the answer?" — the other pieces
+of a multi-part answer ("how old was I when Alex was born?": a birthday, a birth) each match only
+part of the question, and a floor on every memory cut them from the list. Whether a question gets
+an answer is decided the same way under both scopes, so the no-answer rate does not change, and the
+list returned under ``"memory"`` (the survivors only, the earlier behaviour) is the beginning of the
+list returned under ``"question"``. Ranking the others among the survivors instead let memories
+that share only a named participant or time with the question, which the floor used to drop,
+outrank evidence (BENCHMARKS.md, "Every piece of evidence").
 """
 
 from __future__ import annotations
@@ -116,7 +119,11 @@ def admitted(kept: set[str], candidates: Collection[str], scope: FloorScope) -> 
 
 
 def behind(kept: Collection[str], candidate: str, scope: FloorScope) -> bool:
-    """True when ``candidate`` ranks after every survivor: under ``"question"`` the memories
-    admitted without clearing the floor themselves follow the ones that do, each group by score
-    (``"mixed"``: one ranking by score)."""
+    """True when ``candidate`` was admitted without clearing the floor itself: it ranks after every
+    survivor (each group by score).
+
+    Example:
+        >>> behind({"a"}, "b", "question"), behind({"a"}, "a", "question")
+        (True, False)
+    """
     return scope == "question" and candidate not in kept

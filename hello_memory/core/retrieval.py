@@ -195,7 +195,8 @@ def _vector_tiers(
     out = []
     for mid in admitted:
         hit = _score(rows[mid], rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(rows[mid], hops), now)
-        out.append(replace(hit, behind=floor.behind(kept, mid, core.settings.floor_scope)))
+        below = floor.behind(kept, mid, core.settings.floor_scope)
+        out.append(replace(hit, behind=below, breakdown={**hit.breakdown, "below_floor": float(below)}))
     return out
 
 

@@ -43,7 +43,24 @@ def test_a_question_that_clears_the_floor_gets_the_rest_of_the_evidence_ranked_b
         hits = mm.search("When was Alex born?", memory_types=["episodic"], limit=10)
         assert hits[0].item.id == ids[1]  # the memory that clears the floor ranks first
         assert ids[2] in [h.item.id for h in hits]  # the other half of "how old was I when ...?"
-        assert len(hits) == len(LIFE)  # ranked as without a floor
+        assert len(hits) == len(LIFE)  # every candidate: the survivors first, then the others
+        assert [h.breakdown["below_floor"] for h in hits] == [0.0] + [1.0] * (len(LIFE) - 1)
+
+
+def test_the_survivors_rank_first_even_below_a_better_scored_candidate(tmp_path: Path) -> None:
+    """The list judged memory by memory is the beginning of the list judged by question."""
+    with _manager(tmp_path) as mm:
+        mm.add_many([{"content": t, "memory_type": "episodic"} for t in LIFE])
+        # a recent memory without the question's words scores higher on recency than the old survivor
+        old = mm.add("Alex was born in a spring storm", memory_type="episodic", importance=0.0,
+                     created_at="2001-01-01T00:00:00+00:00")  # fmt: skip
+        hits = mm.search("Alex born spring storm?", memory_types=["episodic"], limit=10)
+        survivors = [h for h in hits if not h.breakdown["below_floor"]]
+        assert hits[: len(survivors)] == survivors and old.id in [h.item.id for h in survivors]
+        assert max(h.score for h in hits[len(survivors) :]) > min(h.score for h in survivors)
+    with _manager(tmp_path, floor_scope="memory") as mm:
+        judged = mm.search("Alex born spring storm?", memory_types=["episodic"], limit=10)
+        assert [h.item.id for h in judged] == [h.item.id for h in survivors]
 
 
 def test_judged_memory_by_memory_only_the_survivors_are_returned(tmp_path: Path) -> None:
