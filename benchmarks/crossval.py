@@ -8,7 +8,8 @@ in turn takes the value that scores best with the ones chosen before it; a value
 current one only if it scores strictly better), and the fold's own queries are scored with them.
 Every query is held out exactly once; the pooled held-out scores are the cross-validated estimate.
 
-Selection objective: the task's headline metric on answerable queries. The relevance floor
+Selection objective: the task's headline metric on answerable queries, or the one ``--metric`` names
+(``recall@10``; ``session:all@10`` for a session-level metric of LongMemEval). The relevance floor
 (``objective="no_answer"``) is chosen differently: the value with the highest no-answer rate on the
 training folds' unanswerable queries among those whose headline metric is within
 :data:`MAX_FLOOR_COST` of the floor switched off altogether (every ``no_answer`` setting at its
@@ -59,6 +60,7 @@ SWEEP: tuple[Setting, ...] = (
     Setting("participant_weight", (0.0, 0.1, 0.2), off=0.0),
     Setting("time_weight", (0.0, 0.15, 0.3, 0.45), off=0.0),
     Setting("adjacency_weight", (0.0, 0.5, 0.9), off=0.0),
+    Setting("floor_scope", ("question", "memory"), off="memory"),
     Setting("floor_cosine", (0.0, 0.78, 0.8, 0.82, 0.84), off=0.0, objective="no_answer"),
     Setting("floor_lexical", (0.2, 0.35, 0.5), objective="no_answer"),
 )
@@ -128,6 +130,7 @@ class Evaluator:
     task: RetrievalTask
     run: Callable[[dict[str, Any]], Mapping[str, Sequence[str]]]
     ks: tuple[int, ...] = KS
+    metric: str | None = None  # ``NAME`` or ``LEVEL:NAME``; default: the task's headline metric
     cache: dict[Config, tuple[Scores, Scores]] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -137,8 +140,9 @@ class Evaluator:
         if key not in self.cache:
             start = time.perf_counter()
             reports = evaluate(self.task, self.run(dict(key)), self.ks)
-            metric = headline_metric(self.task)
-            head = {q: m[metric] for q, m in reports[0].per_query.items()}
+            level_name, metric = metric_level(self.metric or headline_metric(self.task))
+            unit = next((r for r in reports if r.level == level_name), reports[0]) if level_name else reports[0]
+            head = {q: m[metric] for q, m in unit.per_query.items()}
             level = next((r for r in reports if r.level == NO_ANSWER_LEVEL), None)
             none = {q: m["no_answer"] for q, m in level.per_query.items()} if level else {}
             self.cache[key] = (head, none)
@@ -146,6 +150,17 @@ class Evaluator:
             logger.info("config %s: %s %.4f (%.0f s)", dict(key), metric, _mean(head.values()),
                         time.perf_counter() - start)  # fmt: skip
         return self.cache[key]
+
+
+def metric_level(spec: str) -> tuple[str | None, str]:
+    """``"session:all@10"`` → ``("session", "all@10")``; a bare name is the task's own unit level.
+
+    Example:
+        >>> metric_level("session:all@10"), metric_level("recall@10")
+        (('session', 'all@10'), (None, 'recall@10'))
+    """
+    level, sep, name = spec.rpartition(":")
+    return (level if sep else None), name
 
 
 def _mean(values: Any) -> float:
@@ -291,10 +306,11 @@ def run_crossval(
     k: int,
     sweep: Sequence[Setting] = SWEEP,
     fold_by: str | None = None,
+    metric: str | None = None,
 ) -> CrossValidation:
     """Cross-validate ``sweep`` on ``task``; ``run(config)`` ranks every query under ``config``."""
     folds, by = make_folds(task, k, fold_by)
-    evaluator = Evaluator(task, run)
+    evaluator = Evaluator(task, run, metric=metric)
     corpus_of = {q.qid: q.corpus_id for q in task.queries}
     base = {s.name: defaults[s.name] for s in sweep}
     default_scores = evaluator.scores(base)
@@ -313,7 +329,7 @@ def run_crossval(
             "chosen": [r.chosen[setting.name] for r in results],
         }
     return CrossValidation(
-        task.name, headline_metric(task), by, results, _estimates(*default_scores, corpus_of), best,
+        task.name, metric or headline_metric(task), by, results, _estimates(*default_scores, corpus_of), best,
         _on(evaluator.scores(best)[0], everyone), _estimates(head, none, corpus_of), effects,
         len(evaluator.cache), evaluator.seconds,
         [{"name": s.name, "values": list(s.values), "off": s.off, "objective": s.objective} for s in sweep],

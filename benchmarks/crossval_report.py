@@ -38,6 +38,7 @@ def crossval_system(
     context: SystemContext,
     sweep: Sequence[Setting] = SWEEP,
     fold_by: str | None = None,
+    metric: str | None = None,
 ) -> tuple[CrossValidation, dict[str, Any]]:
     """Index ``task`` once with ``spec`` (a ``hello_memory`` system) and cross-validate ``sweep``."""
     system: Any = build_system(spec, documents=task.chunk_chars is not None, context=context)
@@ -54,7 +55,7 @@ def crossval_system(
             system.configure(config)
             return {q.qid: system.search(q.corpus_id, q, depth) for q in task.queries}
 
-        result = run_crossval(task, run, defaults, k=k, sweep=sweep, fold_by=fold_by)
+        result = run_crossval(task, run, defaults, k=k, sweep=sweep, fold_by=fold_by, metric=metric)
         meta = {"system": spec, "config": system.config(), "indexed_docs": docs,
                 "index_seconds": round(index_seconds, 1), "defaults": defaults}  # fmt: skip
         return result, meta

@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --folds: sweep only these settings over these values "
         "(repeatable; default: benchmarks.crossval.SWEEP)",
     )
+    p.add_argument(
+        "--metric",
+        metavar="[LEVEL:]NAME",
+        help="with --folds: the metric settings are chosen and reported by (default the task's headline: "
+        "hit@5 for LongMemEval and docs_qa, else recall@10), e.g. recall@10 or session:all@10",
+    )
     p.add_argument("--json", type=Path, required=True, metavar="OUT")
     p.add_argument("--markdown", type=Path, metavar="OUT.md")
     p.add_argument(
@@ -199,7 +205,7 @@ def _crossval(parser: argparse.ArgumentParser, args: argparse.Namespace, task: R
         sweep = parse_sweep(args.sweep) if args.sweep else SWEEP
         cv, meta = crossval_system(
             args.system[0], task, depth=depth, k=args.folds, context=SystemContext(embed_cache=args.embed_cache),
-            sweep=sweep, fold_by=args.fold_by,
+            sweep=sweep, fold_by=args.fold_by, metric=args.metric,
         )  # fmt: skip
     except ValueError as e:
         parser.error(str(e))

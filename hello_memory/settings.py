@@ -32,6 +32,7 @@ def _env(name: str) -> AliasChoices:
 
 EmbedderName = Literal["auto", "e5", "sentence-transformers", "dashscope", "tfidf"]
 FusionName = Literal["convex", "rrf", "dense"]
+FloorScope = Literal["question", "memory"]
 
 
 #: Named retrieval presets: the settings each one fixes (everything else keeps its default).
@@ -249,6 +250,13 @@ class Settings(ExplainedSettings):
         default=True,
         description="drop candidates whose raw evidence clears neither floor_cosine nor floor_lexical "
         "before ranking, so a query about nothing stored returns nothing (the paper profile turns it off)",
+    )
+    floor_scope: FloorScope = Field(
+        default="question",
+        description="what the relevance floor judges: 'question' — whether the query gets any answer (when "
+        "one candidate clears the floor, those that clear it rank first and every other candidate follows, "
+        "so evidence that only partly matches the query is not cut); 'memory' — every memory on its own "
+        "(only those that clear it are returned)",
     )
     floor_cosine: float | None = Field(
         default=None,

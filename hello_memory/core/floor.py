@@ -19,6 +19,19 @@ embedder and per script of the query: :mod:`hello_memory.core.calibration`). A c
 
 The floor judges questions, not conversations or long texts (the caller passes ``bar=None``
 then; see :data:`hello_memory.core.retrieval.FLOOR_MAX_QUERY_TOKENS`).
+
+What it decides (``Settings.floor_scope``, :func:`admitted`, :func:`behind`): by default whether the
+*question* gets an answer at all. When no candidate survives the rules above, search returns
+nothing; when one does, the survivors rank first, by score, and every other candidate follows them,
+by score. The floor is set where about one unrelated memory in 500 clears it: right for "is
+anything here about this?", too strict for "is this memory part of the answer?" — the other pieces
+of a multi-part answer ("how old was I when Alex was born?": a birthday, a birth) each match only
+part of the question, and a floor on every memory cut them from the list. Whether a question gets
+an answer is decided the same way under both scopes, so the no-answer rate does not change, and the
+list returned under ``"memory"`` (the survivors only, the earlier behaviour) is the beginning of the
+list returned under ``"question"``. Ranking the others among the survivors instead let memories
+that share only a named participant or time with the question, which the floor used to drop,
+outrank evidence (BENCHMARKS.md, "Every piece of evidence").
 """
 
 from __future__ import annotations
@@ -28,7 +41,7 @@ from collections.abc import Collection, Mapping, Sequence
 from hello_memory.core.calibration import floor_for
 from hello_memory.core.relevance import Floor, has_evidence
 from hello_memory.embedders.base import Embedder
-from hello_memory.settings import Settings
+from hello_memory.settings import FloorScope, Settings
 
 TIME_EVIDENCE = 0.5  # a memory fitting a time the query names this well passes the floor (rule 4)
 
@@ -89,3 +102,28 @@ def survivors(
     }
     kept |= set(graphed)
     return kept
+
+
+def admitted(kept: set[str], candidates: Collection[str], scope: FloorScope) -> set[str]:
+    """Who is returned, given the floor's survivors ``kept`` (see the module docstring).
+
+    Example:
+        >>> sorted(admitted({"a"}, ["a", "b"], "question")), sorted(admitted({"a"}, ["a", "b"], "memory"))
+        (['a', 'b'], ['a'])
+        >>> admitted(set(), ["a", "b"], "question")  # nothing clears the floor: no answer
+        set()
+    """
+    if scope == "memory" or not kept:
+        return kept
+    return set(candidates)
+
+
+def behind(kept: Collection[str], candidate: str, scope: FloorScope) -> bool:
+    """True when ``candidate`` was admitted without clearing the floor itself: it ranks after every
+    survivor (each group by score).
+
+    Example:
+        >>> behind({"a"}, "b", "question"), behind({"a"}, "a", "question")
+        (True, False)
+    """
+    return scope == "question" and candidate not in kept

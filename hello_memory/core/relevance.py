@@ -27,8 +27,9 @@ cross-validated on a user/assistant log.
 
 Relevance floor ("nothing relevant" is a correct answer): the fused ``sim`` is relative to the
 candidates (min–max, best BM25), so it cannot tell a weak best match from a strong one. Before
-ranking, :func:`has_evidence` keeps a candidate only when its *raw* evidence clears
-:class:`Floor`: a cosine of at least ``Floor.cosine`` (calibrated per embedder and per script of
+ranking, :func:`has_evidence` judges a candidate's *raw* evidence against :class:`Floor` (a query
+with no candidate that clears it gets nothing; those that clear it rank before the others:
+:mod:`hello_memory.core.floor`): a cosine of at least ``Floor.cosine`` (calibrated per embedder and per script of
 the query: :mod:`hello_memory.core.calibration`), or a lexical evidence (the idf-weighted share of
 the query's terms the memory's text holds; :mod:`hello_memory.stores.records.sqlite_lexical`) of at
 least ``Floor.lexical``. Retrieval also keeps memories that fit a time the query names and are on

@@ -116,7 +116,8 @@ def search(
     ranked += [
         (h.score, h.row.id, h) for h in light if h.row.importance >= min_importance and h.score >= min_final
     ]
-    ranked.sort(key=lambda r: (-r[0], -_created_ts(r[2]), r[1]))  # ties: the newer memory, then the id
+    # the floor's survivors first (floor.behind), then by score; ties: the newer memory, then the id
+    ranked.sort(key=lambda r: (_behind(r[2]), -r[0], -_created_ts(r[2]), r[1]))
     ranked = ranked[:limit]
     found = core.records.read(user_id, [r[1] for r in ranked if isinstance(r[2], _Light)])
     full = {mid: rec.item for mid, rec in found.items()}
@@ -140,6 +141,10 @@ def _count_access(core: MemoryCore, user_id: str, ids: list[str]) -> None:
         logger.warning("access counts not updated: %s", e)
 
 
+def _behind(hit: ScoredMemory | _Light) -> bool:
+    return isinstance(hit, _Light) and hit.behind
+
+
 def _created_ts(hit: ScoredMemory | _Light) -> float:
     return hit.row.created_ts if isinstance(hit, _Light) else hit.item.created_at.timestamp()
 
@@ -151,6 +156,7 @@ class _Light:
     row: ScoreRow
     score: float
     breakdown: dict[str, float]
+    behind: bool = False  # admitted without clearing the relevance floor itself: ranks after those that did
 
 
 def _working(
@@ -184,12 +190,14 @@ def _vector_tiers(
     rows = {k: r for k, r in rows.items() if r.memory_type in types and _in_scope(r, session_id, window)}
     _fill_dense(core, user_id, qvec, rows, dense)
     rel, kept = _relevance(core, query, terms, user_id, rows, dense, lexical, hops, named_times, judged)
+    admitted = floor.admitted(kept, rows, core.settings.floor_scope)
     now = core.now().timestamp()
-    return [
-        _score(r, rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(r, hops), now)
-        for mid, r in rows.items()
-        if mid in kept
-    ]
+    out = []
+    for mid in admitted:
+        hit = _score(rows[mid], rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(rows[mid], hops), now)
+        below = floor.behind(kept, mid, core.settings.floor_scope)
+        out.append(replace(hit, behind=below, breakdown={**hit.breakdown, "below_floor": float(below)}))
+    return out
 
 
 def _candidates(
@@ -240,8 +248,7 @@ def _relevance(
     judged: bool,
 ) -> tuple[dict[str, Relevance], set[str]]:
     """Fused relevance of every candidate (how they score), and the survivors of the relevance floor
-    (who is returned at all: :func:`hello_memory.core.floor.survivors`; everyone when the query is
-    not ``judged``)."""
+    (:func:`hello_memory.core.floor.survivors`; everyone when the query is not ``judged``)."""
     settings = core.settings
     rel = fuse(
         {k: dense[k] for k in rows if k in dense},

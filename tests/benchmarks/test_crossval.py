@@ -224,3 +224,22 @@ def test_off_topic_questions_are_asked_of_every_corpus():
     off = [q for q in task.queries if q.category == "off-topic"]
     assert len(off) == 3 * len(QUESTIONS) and not any(q.answerable or q.gold for q in off)
     assert {q.corpus_id for q in off} == {"c0", "c1", "c2"} and task.notes
+
+
+def test_metric_chooses_what_settings_are_chosen_and_reported_by():
+    """``--metric``: w=1 finds every piece of gold lower down, w=0 only the first one at rank 1."""
+    docs = {f"c{c}": [Doc(f"c{c}-d{i}", f"doc {i}") for i in range(3)] for c in range(4)}
+    queries = [Query(f"c{c}-q", "q", f"c{c}", frozenset({f"c{c}-d0", f"c{c}-d1"})) for c in range(4)]
+    task = RetrievalTask("synthetic", docs, queries, unit="doc")
+
+    def run(config: dict[str, Any]) -> dict[str, list[str]]:
+        return {
+            q.qid: [f"{q.corpus_id}-d{i}" for i in ((2, 0, 1) if config["w"] else (0, 2))] for q in task.queries
+        }
+
+    sweep = [Setting("w", (0, 1), off=0)]
+    by_hit = run_crossval(task, run, {"w": 0}, k=4, sweep=sweep, metric="hit@1")
+    by_recall = run_crossval(task, run, {"w": 0}, k=4, sweep=sweep, metric="recall@10")
+    assert by_hit.metric == "hit@1" and all(f.chosen == {"w": 0} for f in by_hit.folds)
+    assert by_recall.metric == "recall@10" and all(f.chosen == {"w": 1} for f in by_recall.folds)
+    assert by_recall.held_out["headline"].mean == 1.0

@@ -74,8 +74,9 @@ def test_e5_floor_is_what_the_folds_chose(tmp_path: Path, e5: object) -> None:
     """Not 0.80 (issue 20: the cross-validation folds of LoCoMo and LongMemEval chose 0.82; the
     per-script calibration gives English 0.819). At 0.80 an unrelated memory passed for a question
     about another one: here the garden-theory memory reaches cosine 0.80-0.81 for a question about
-    the dentist, and was returned with it."""
-    with _manager(tmp_path, e5) as mm:
+    the dentist, and was returned with it. Judged memory by memory (``floor_scope="memory"``); by
+    default the question is answered and the others rank below it (tests/hello_memory/test_floor_scope.py)."""
+    with _manager(tmp_path, e5, floor_scope="memory") as mm:
         ids = [m.id for m in mm.add_many([{"content": t, "memory_type": "episodic"} for t in LIFE])]
         hits = mm.search("when is my dentist appointment?", memory_types=["episodic"])
         assert [h.item.id for h in hits] == [ids[1]]
@@ -83,7 +84,7 @@ def test_e5_floor_is_what_the_folds_chose(tmp_path: Path, e5: object) -> None:
 
 def test_memories_that_fit_a_named_time_pass_the_floor(tmp_path: Path) -> None:
     asked = datetime(2024, 6, 14, 12, tzinfo=timezone.utc)
-    with _manager(tmp_path, DeterministicFakeEmbedder(32)) as mm:
+    with _manager(tmp_path, DeterministicFakeEmbedder(32), floor_scope="memory") as mm:
         yesterday = mm.add("Cooked a lamb curry", memory_type="episodic", created_at=asked - timedelta(days=1))
         mm.add("Renewed the car insurance", memory_type="episodic", created_at=asked - timedelta(days=30))
         hits = mm.search("What did I do yesterday?", memory_types=["episodic"], reference_time=asked)
