@@ -1,0 +1,339 @@
+"""Search at scale (issue 25): the stage table by size, and many users on one store.
+
+Usage::
+
+    python -m benchmarks.scale --sizes 10000,100000 --tenants 1000x1000 --configs e5,tfidf \
+        --embed-cache /tmp/e5-cache --json scale.json --markdown scale.md --plot scale.png \
+        [--profile docs/benchmarks/]
+
+Corpora are :func:`benchmarks.speed.synthetic_texts` (one seed per user). Building them is the slow
+part, so the ``e5`` configuration builds with *template vectors*: a memory ``"<sentence> #<n>"``
+gets the e5 passage vector of ``"<sentence>"`` (9,600 distinct sentences, embedded once and kept
+in the ``--embed-cache``), so a million memories cost no more e5 time than ten thousand. Its
+queries go through the product's own e5 embedder, as in :mod:`benchmarks.speed`. The ``tfidf``
+configuration uses the hashed TF-IDF embedder throughout (what everything but e5 costs).
+
+``--tenants UxM`` builds ``U`` users with ``M`` memories each in one data directory and one user
+with ``M`` memories in another, and times their searches interleaved (same run, same load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks import stages
+from benchmarks.speed import dir_mb, machine, percentiles, synthetic_texts
+
+_NUMBER = re.compile(r"\s*#\d+$")
+BATCH = 1000
+QUERY_SEED = 99
+
+
+class TemplateEmbedder:
+    """Passages embedded without their trailing ``#n`` (each distinct sentence once); queries as given."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._memo: dict[str, np.ndarray] = {}
+
+    @property
+    def name(self) -> str:
+        """The wrapped embedder's name (the collection records it: the query side must match)."""
+        return str(self._inner.name)
+
+    @property
+    def dimension(self) -> int:
+        """The wrapped embedder's dimension."""
+        return int(self._inner.dimension)
+
+    def embed(self, texts: Sequence[str], *, kind: str = "passage") -> np.ndarray:
+        """Vectors of ``texts``; passages by their sentence without the number."""
+        if kind == "query":
+            return np.asarray(self._inner.embed(list(texts), kind="query"))
+        keys = [_NUMBER.sub("", t) for t in texts]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._memo))
+        if todo:
+            for key, vec in zip(todo, self._inner.embed(todo, kind="passage"), strict=True):
+                self._memo[key] = np.asarray(vec, dtype=np.float32)
+        return np.stack([self._memo[k] for k in keys])
+
+
+def _settings(config: str, home: Path) -> Any:
+    from hello_memory import Settings
+
+    if config not in ("e5", "tfidf"):
+        raise SystemExit(f"unknown scale config {config!r}; choose from ['e5', 'tfidf']")
+    return Settings(home=home, embedder="tfidf" if config == "tfidf" else "e5")
+
+
+def _build_embedder(config: str, cache: Path | None) -> Any:
+    if config == "tfidf":
+        from hello_memory.embedders.hashing import HashingTfidfEmbedder
+
+        return TemplateEmbedder(HashingTfidfEmbedder())
+    from benchmarks.systems.encoder import CachedE5Embedder, shared_encoder
+
+    return TemplateEmbedder(CachedE5Embedder(shared_encoder(cache)))
+
+
+def user_name(u: int) -> str:
+    """The id of the ``u``-th benchmark user."""
+    return f"user{u:05d}"
+
+
+def build(home: Path, config: str, users: int, per_user: int, cache: Path | None = None) -> float:
+    """Fill ``home`` with ``users`` × ``per_user`` episodic memories; returns the seconds it took."""
+    from hello_memory import MemoryManager
+
+    now = datetime.now(timezone.utc)
+    mm = MemoryManager(_settings(config, home), user_id=user_name(0), embedder=_build_embedder(config, cache))
+    t0 = time.perf_counter()
+    batch: list[dict[str, Any]] = []
+    for u in range(users):
+        for i, text in enumerate(synthetic_texts(per_user, seed=u if users > 1 else 7)):
+            batch.append(
+                {
+                    "content": text,
+                    "memory_type": "episodic",
+                    "user_id": user_name(u),
+                    "session_id": f"s{i % 50}",
+                    "created_at": now - timedelta(hours=i % 5000),
+                }
+            )
+            if len(batch) == BATCH:
+                mm.add_many(batch)
+                batch = []
+    if batch:
+        mm.add_many(batch)
+    seconds = time.perf_counter() - t0
+    mm.close()
+    return seconds
+
+
+def open_memory(home: Path, config: str) -> Any:
+    """The built memory, opened as a user would (the product's own embedder for queries)."""
+    from hello_memory import MemoryManager
+
+    mm = MemoryManager(_settings(config, home), user_id=user_name(0))
+    mm.search("warm up the model", limit=1)
+    return mm
+
+
+def ask(mm: Any, query: str, user: str) -> list[Any]:
+    """The benchmark's search (as :mod:`benchmarks.speed`: episodic memories, top 10)."""
+    return list(mm.search(query, limit=10, memory_types=["episodic"], user_id=user))
+
+
+@dataclass
+class SizeStages:
+    """One configuration at one size: latency, stages, build, disk and memory."""
+
+    config: str
+    size: int
+    build_s: float
+    search_ms: dict[str, float]
+    stages: dict[str, dict[str, float]]
+    disk_mb: float
+    rss_mb: float
+    mean_hits: float
+
+
+@dataclass
+class TenantResult:
+    """Many users on one store against one user alone, searched interleaved."""
+
+    config: str
+    users: int
+    per_user: int
+    build_s: float
+    single_ms: dict[str, float]
+    tenant_ms: dict[str, float]
+    p95_ratio: float
+    foreign_hits: int
+    disk_mb: float
+
+
+@dataclass
+class ScaleReport:
+    """Everything one run measured."""
+
+    machine: dict[str, Any]
+    sizes: list[SizeStages] = field(default_factory=list)
+    tenants: list[TenantResult] = field(default_factory=list)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def measure_size(
+    config: str, size: int, queries: int, cache: Path | None, profile: Path | None = None
+) -> SizeStages:
+    """Build one user's ``size`` memories, then time ``queries`` searches stage by stage."""
+    qs = synthetic_texts(queries, seed=QUERY_SEED)
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        built = build(home, config, 1, size, cache)
+        mm = open_memory(home, config)
+        hits = 0
+        with stages.clocked(mm) as clock:
+            for q in qs:
+                with clock.search():
+                    hits += len(ask(mm, q, user_name(0)))
+        if profile is not None:
+            prof = cProfile.Profile()
+            prof.enable()
+            for q in qs:
+                ask(mm, q, user_name(0))
+            prof.disable()
+            prof.dump_stats(str(profile / f"scale-{config}-{size}.prof"))
+        rss, disk = _rss_mb(), dir_mb(home)
+        mm.close()
+    totals = [s["total"] for s in clock.searches]
+    return SizeStages(
+        config, size, round(built, 1), percentiles(totals), clock.summary(), round(disk, 1), round(rss, 1),
+        round(hits / max(1, len(qs)), 2),
+    )
+
+
+def measure_tenants(config: str, users: int, per_user: int, queries: int, cache: Path | None) -> TenantResult:
+    """``users`` × ``per_user`` in one store against one user with ``per_user``, searches interleaved."""
+    qs = synthetic_texts(queries, seed=QUERY_SEED)
+    with tempfile.TemporaryDirectory() as tmp:
+        many, one = Path(tmp) / "many", Path(tmp) / "one"
+        built = build(many, config, users, per_user, cache)
+        build(one, config, 1, per_user, cache)
+        mm_many, mm_one = open_memory(many, config), open_memory(one, config)
+        single: list[float] = []
+        tenant: list[float] = []
+        foreign = 0
+        for i, q in enumerate(qs):
+            user = user_name((i * 7919) % users)
+            t0 = time.perf_counter()
+            ask(mm_one, q, user_name(0))
+            single.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            found = ask(mm_many, q, user)
+            tenant.append(time.perf_counter() - t0)
+            foreign += sum(1 for h in found if h.item.user_id != user)
+        disk = dir_mb(many)
+        mm_many.close()
+        mm_one.close()
+    s, t = percentiles(single), percentiles(tenant)
+    return TenantResult(
+        config, users, per_user, round(built, 1), s, t, round(t["p95"] / s["p95"], 2), foreign, round(disk, 1)
+    )
+
+
+def to_markdown(report: ScaleReport) -> str:
+    """The size table, the stage table per configuration, the tenant comparison."""
+    lines = [
+        "| config | memories | build s | search p50 / p95 ms | disk MB | RSS MB | mean hits |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in report.sizes:
+        lines.append(
+            f"| {r.config} | {r.size:,} | {r.build_s} | {r.search_ms['p50']} / {r.search_ms['p95']} | "
+            f"{r.disk_mb} | {r.rss_mb} | {r.mean_hits} |"
+        )
+    for config in dict.fromkeys(r.config for r in report.sizes):
+        rows = {f"{r.size:,}": r.stages for r in report.sizes if r.config == config}
+        lines += ["", f"Stages ({config}; exclusive time per search):", "", stages.to_markdown(rows)]
+    if report.tenants:
+        lines += [
+            "",
+            "| config | users × memories | build s | one user p50 / p95 ms | tenants p50 / p95 ms | "
+            "p95 ratio | foreign hits | disk MB |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for t in report.tenants:
+            lines.append(
+                f"| {t.config} | {t.users:,} × {t.per_user:,} | {t.build_s} | {t.single_ms['p50']} / "
+                f"{t.single_ms['p95']} | {t.tenant_ms['p50']} / {t.tenant_ms['p95']} | {t.p95_ratio}× | "
+                f"{t.foreign_hits} | {t.disk_mb} |"
+            )
+    return "\n".join(lines)
+
+
+def plot(report: ScaleReport, out: Path) -> None:
+    """Search p50 and p95 against size (log scale), per configuration."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for config in dict.fromkeys(r.config for r in report.sizes):
+        rs = [r for r in report.sizes if r.config == config]
+        for pct, style in (("p50", "-"), ("p95", "--")):
+            ax.plot([r.size for r in rs], [r.search_ms[pct] for r in rs], style, marker="o", label=f"{config} {pct}")
+    ax.set_xscale("log")
+    ax.set_xlabel("memories of one user")
+    ax.set_ylabel("search latency (ms)")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def _tenants(spec: str) -> tuple[int, int]:
+    users, _, per_user = spec.lower().partition("x")
+    return int(users), int(per_user)
+
+
+def main(argv: list[str] | None = None, progress: Callable[[str], None] | None = None) -> ScaleReport:
+    """Command-line entry point."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000")
+    ap.add_argument("--configs", default="e5")
+    ap.add_argument("--tenants", default="", help="UxM: U users with M memories each in one store")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--embed-cache", type=Path, help="e5 embedding cache directory (template vectors)")
+    ap.add_argument("--profile", type=Path, help="directory for cProfile files of each size's searches")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--plot", type=Path)
+    args = ap.parse_args(argv)
+    say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
+    report = ScaleReport(machine=machine())
+    configs = [c for c in args.configs.split(",") if c]
+    for size in (int(s) for s in args.sizes.split(",") if s):
+        for config in configs:
+            report.sizes.append(measure_size(config, size, args.queries, args.embed_cache, args.profile))
+            say(f"{config} @ {size}: {report.sizes[-1].search_ms} (load {machine()['load_avg']})")
+    if args.tenants:
+        users, per_user = _tenants(args.tenants)
+        for config in configs:
+            report.tenants.append(measure_tenants(config, users, per_user, args.queries, args.embed_cache))
+            say(f"{config} tenants {args.tenants}: {report.tenants[-1]} (load {machine()['load_avg']})")
+    report.machine["load_avg_end"] = machine()["load_avg"]
+    text = to_markdown(report)
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text + "\n", encoding="utf-8")
+    if args.json:
+        args.json.write_text(json.dumps(asdict(report), indent=2, ensure_ascii=False), encoding="utf-8")
+    if args.plot:
+        plot(report, args.plot)
+    return report
+
+
+if __name__ == "__main__":
+    main()
