@@ -94,6 +94,11 @@ def user_name(u: int) -> str:
     return f"user{u:05d}"
 
 
+def user_texts(per_user: int, u: int, users: int) -> list[str]:
+    """The memories of the ``u``-th of ``users`` users (one user alone gets :mod:`benchmarks.speed`'s corpus)."""
+    return synthetic_texts(per_user, seed=u if users > 1 else 7)
+
+
 def build(home: Path, config: str, users: int, per_user: int, cache: Path | None = None) -> float:
     """Fill ``home`` with ``users`` × ``per_user`` episodic memories; returns the seconds it took."""
     from hello_memory import MemoryManager
@@ -103,7 +108,7 @@ def build(home: Path, config: str, users: int, per_user: int, cache: Path | None
     t0 = time.perf_counter()
     batch: list[dict[str, Any]] = []
     for u in range(users):
-        for i, text in enumerate(synthetic_texts(per_user, seed=u if users > 1 else 7)):
+        for i, text in enumerate(user_texts(per_user, u, users)):
             batch.append(
                 {
                     "content": text,
