@@ -13,6 +13,10 @@ in the ``--embed-cache``), so a million memories cost no more e5 time than ten t
 queries go through the product's own e5 embedder, as in :mod:`benchmarks.speed`. The ``tfidf``
 configuration uses the hashed TF-IDF embedder throughout (what everything but e5 costs).
 
+``--index`` also builds the vector index's HNSW graph after the corpus (the Edge store's
+``optimize``; without it qdrant-edge searches its segments exactly, by brute force) and times it:
+rows with ``+hnsw`` in their config.
+
 ``--tenants UxM`` builds ``U`` users with ``M`` memories each in one data directory and one user
 with ``M`` memories in another, and times their searches interleaved (same run, same load).
 """
@@ -128,6 +132,13 @@ def build(home: Path, config: str, users: int, per_user: int, cache: Path | None
     return seconds
 
 
+def build_index(mm: Any) -> float:
+    """Build the HNSW graph of the memory collection (blocking); returns the seconds it took."""
+    t0 = time.perf_counter()
+    mm.bundle.vectors.optimize("memories")
+    return time.perf_counter() - t0
+
+
 def open_memory(home: Path, config: str) -> Any:
     """The built memory, opened as a user would (the product's own embedder for queries)."""
     from hello_memory import MemoryManager
@@ -154,6 +165,7 @@ class SizeStages:
     disk_mb: float
     rss_mb: float
     mean_hits: float
+    index_s: float | None = None
 
 
 @dataclass
@@ -189,31 +201,45 @@ def _rss_mb() -> float:
 
 
 def measure_size(
-    config: str, size: int, queries: int, cache: Path | None, profile: Path | None = None
-) -> SizeStages:
-    """Build one user's ``size`` memories, then time ``queries`` searches stage by stage."""
-    qs = synthetic_texts(queries, seed=QUERY_SEED)
+    config: str, size: int, queries: int, cache: Path | None, profile: Path | None = None, index: bool = False
+) -> list[SizeStages]:
+    """Build one user's ``size`` memories, then time ``queries`` searches stage by stage; with
+    ``index``, build the HNSW graph and time them again (a second row, same corpus)."""
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        built = build(home, config, 1, size, cache)
+        built = round(build(home, config, 1, size, cache), 1)
         mm = open_memory(home, config)
-        hits = 0
-        with stages.clocked(mm) as clock:
-            for q in qs:
-                with clock.search():
-                    hits += len(ask(mm, q, user_name(0)))
-        if profile is not None:
-            prof = cProfile.Profile()
-            prof.enable()
-            for q in qs:
-                ask(mm, q, user_name(0))
-            prof.disable()
-            prof.dump_stats(str(profile / f"scale-{config}-{size}.prof"))
-        rss, disk = _rss_mb(), dir_mb(home)
-        mm.close()
+        try:
+            rows = [_time_searches(mm, config, size, queries, profile)]
+            if index:
+                indexed = round(build_index(mm), 1)
+                rows.append(_time_searches(mm, f"{config}+hnsw", size, queries, profile))
+                rows[-1].index_s = indexed
+            disk = round(dir_mb(home), 1)
+        finally:
+            mm.close()
+    for row in rows:
+        row.build_s, row.disk_mb = built, disk
+    return rows
+
+
+def _time_searches(mm: Any, label: str, size: int, queries: int, profile: Path | None) -> SizeStages:
+    qs = synthetic_texts(queries, seed=QUERY_SEED)
+    hits = 0
+    with stages.clocked(mm) as clock:
+        for q in qs:
+            with clock.search():
+                hits += len(ask(mm, q, user_name(0)))
+    if profile is not None:
+        prof = cProfile.Profile()
+        prof.enable()
+        for q in qs:
+            ask(mm, q, user_name(0))
+        prof.disable()
+        prof.dump_stats(str(profile / f"scale-{label}-{size}.prof"))
     totals = [s["total"] for s in clock.searches]
     return SizeStages(
-        config, size, round(built, 1), percentiles(totals), clock.summary(), round(disk, 1), round(rss, 1),
+        label, size, 0.0, percentiles(totals), clock.summary(), 0.0, round(_rss_mb(), 1),
         round(hits / max(1, len(qs)), 2),
     )
 
@@ -250,12 +276,13 @@ def measure_tenants(config: str, users: int, per_user: int, queries: int, cache:
 def to_markdown(report: ScaleReport) -> str:
     """The size table, the stage table per configuration, the tenant comparison."""
     lines = [
-        "| config | memories | build s | search p50 / p95 ms | disk MB | RSS MB | mean hits |",
-        "|---|---|---|---|---|---|---|",
+        "| config | memories | build s | HNSW build s | search p50 / p95 ms | disk MB | RSS MB | mean hits |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in report.sizes:
         lines.append(
-            f"| {r.config} | {r.size:,} | {r.build_s} | {r.search_ms['p50']} / {r.search_ms['p95']} | "
+            f"| {r.config} | {r.size:,} | {r.build_s} | {'—' if r.index_s is None else r.index_s} | "
+            f"{r.search_ms['p50']} / {r.search_ms['p95']} | "
             f"{r.disk_mb} | {r.rss_mb} | {r.mean_hits} |"
         )
     for config in dict.fromkeys(r.config for r in report.sizes):
@@ -311,6 +338,7 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     ap.add_argument("--tenants", default="", help="UxM: U users with M memories each in one store")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--embed-cache", type=Path, help="e5 embedding cache directory (template vectors)")
+    ap.add_argument("--index", action="store_true", help="also measure each size with the HNSW graph built")
     ap.add_argument("--profile", type=Path, help="directory for cProfile files of each size's searches")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
@@ -321,8 +349,9 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     configs = [c for c in args.configs.split(",") if c]
     for size in (int(s) for s in args.sizes.split(",") if s):
         for config in configs:
-            report.sizes.append(measure_size(config, size, args.queries, args.embed_cache, args.profile))
-            say(f"{config} @ {size}: {report.sizes[-1].search_ms} (load {machine()['load_avg']})")
+            for row in measure_size(config, size, args.queries, args.embed_cache, args.profile, args.index):
+                report.sizes.append(row)
+                say(f"{row.config} @ {size}: {row.search_ms} (load {machine()['load_avg']})")
     if args.tenants:
         users, per_user = _tenants(args.tenants)
         for config in configs:

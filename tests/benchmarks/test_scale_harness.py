@@ -25,12 +25,13 @@ def test_many_users_on_one_store_each_see_only_their_own(tmp_path: Path):
 
 def test_tenant_run_and_stage_table(tmp_path: Path):
     report = scale.main(
-        ["--sizes", "200", "--configs", "tfidf", "--tenants", "20x50", "--queries", "8",
+        ["--sizes", "200", "--configs", "tfidf", "--tenants", "20x50", "--queries", "8", "--index",
          "--json", str(tmp_path / "s.json"), "--markdown", str(tmp_path / "s.md")],
         progress=lambda s: None,
     )
-    (size,) = report.sizes
-    assert size.size == 200 and size.mean_hits > 0
+    size, indexed = report.sizes
+    assert size.size == 200 and size.mean_hits > 0 and indexed.config == "tfidf+hnsw"
+    assert indexed.index_s is not None and indexed.mean_hits == size.mean_hits
     assert set(stages.STAGES) <= set(size.stages) and size.stages["total"]["p50_ms"] > 0
     spent = sum(size.stages[s]["mean_ms"] for s in stages.STAGES)
     assert abs(spent - size.stages["total"]["mean_ms"]) < 0.05 * size.stages["total"]["mean_ms"] + 0.01
