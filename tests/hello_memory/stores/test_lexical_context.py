@@ -288,3 +288,23 @@ def test_the_scope_token_is_used_only_when_the_user_has_fewer_memories_than_the_
         assert not store._scope_pays("alice", 1)  # 31 memories: walking them costs more than 1 posting
         assert store._scope_pays("alice", 32)
         assert store._scope_pays("alice", None)  # a single term is not counted
+
+
+def test_the_query_terms_stop_at_the_postings_budget_rarest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_lexical, "POSTINGS_BUDGET", 11)
+    with _manager(tmp_path) as mm:
+        mm.add_many(
+            [_turn(f"tea {i}", i, session=None) for i in range(8)]
+            + [_turn(f"cake {i}", 20 + i, session=None) for i in range(3)]
+            + [_turn("rare word", 99, None)]
+        )
+        store = mm.bundle.records
+        # rare (1) + cake (3) fit in 11 documents; tea (8) would make 12: it is dropped
+        assert store._selective_terms(["tea", "cake", "rare"]) == (["rare", "cake"], 4)
+        found = mm.bundle.records.lexical_search(mm.user_id, ["tea", "cake", "rare"], types=None, limit=50)
+        assert len(found) == 4
+        # a budget never drops the rarest term, however common it is
+        monkeypatch.setattr(sqlite_lexical, "POSTINGS_BUDGET", 2)
+        assert store._selective_terms(["tea", "cake"]) == (["cake"], 3)
