@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import re
 import sys
 import tempfile
@@ -166,6 +167,7 @@ class SizeStages:
     rss_mb: float
     mean_hits: float
     index_s: float | None = None
+    load_avg: tuple[float, ...] = ()  # when its searches ended
 
 
 @dataclass
@@ -181,6 +183,7 @@ class TenantResult:
     p95_ratio: float
     foreign_hits: int
     disk_mb: float
+    load_avg: tuple[float, ...] = ()
 
 
 @dataclass
@@ -190,6 +193,16 @@ class ScaleReport:
     machine: dict[str, Any]
     sizes: list[SizeStages] = field(default_factory=list)
     tenants: list[TenantResult] = field(default_factory=list)
+
+
+def _cpu() -> str:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    return names[0] if names else "unknown"
+
+
+def _load() -> tuple[float, ...]:
+    return tuple(round(x, 2) for x in os.getloadavg())
 
 
 def _rss_mb() -> float:
@@ -240,7 +253,7 @@ def _time_searches(mm: Any, label: str, size: int, queries: int, profile: Path |
     totals = [s["total"] for s in clock.searches]
     return SizeStages(
         label, size, 0.0, percentiles(totals), clock.summary(), 0.0, round(_rss_mb(), 1),
-        round(hits / max(1, len(qs)), 2),
+        round(hits / max(1, len(qs)), 2), load_avg=_load(),
     )
 
 
@@ -269,7 +282,8 @@ def measure_tenants(config: str, users: int, per_user: int, queries: int, cache:
         mm_one.close()
     s, t = percentiles(single), percentiles(tenant)
     return TenantResult(
-        config, users, per_user, round(built, 1), s, t, round(t["p95"] / s["p95"], 2), foreign, round(disk, 1)
+        config, users, per_user, round(built, 1), s, t, round(t["p95"] / s["p95"], 2), foreign, round(disk, 1),
+        _load(),
     )
 
 
@@ -345,28 +359,33 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     ap.add_argument("--plot", type=Path)
     args = ap.parse_args(argv)
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
-    report = ScaleReport(machine=machine())
+    report = ScaleReport(machine={**machine(), "cpu": _cpu()})
     configs = [c for c in args.configs.split(",") if c]
     for size in (int(s) for s in args.sizes.split(",") if s):
         for config in configs:
             for row in measure_size(config, size, args.queries, args.embed_cache, args.profile, args.index):
                 report.sizes.append(row)
-                say(f"{row.config} @ {size}: {row.search_ms} (load {machine()['load_avg']})")
+                say(f"{row.config} @ {size}: {row.search_ms} (load {row.load_avg})")
+            _write(report, args)  # a long run leaves what it has measured so far
     if args.tenants:
         users, per_user = _tenants(args.tenants)
         for config in configs:
             report.tenants.append(measure_tenants(config, users, per_user, args.queries, args.embed_cache))
-            say(f"{config} tenants {args.tenants}: {report.tenants[-1]} (load {machine()['load_avg']})")
-    report.machine["load_avg_end"] = machine()["load_avg"]
+            say(f"{config} tenants {args.tenants}: {report.tenants[-1]}")
+    print(_write(report, args))
+    return report
+
+
+def _write(report: ScaleReport, args: argparse.Namespace) -> str:
+    report.machine["load_avg_end"] = _load()
     text = to_markdown(report)
-    print(text)
     if args.markdown:
         args.markdown.write_text(text + "\n", encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps(asdict(report), indent=2, ensure_ascii=False), encoding="utf-8")
-    if args.plot:
+    if args.plot and report.sizes:
         plot(report, args.plot)
-    return report
+    return text
 
 
 if __name__ == "__main__":
