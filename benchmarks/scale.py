@@ -31,7 +31,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -215,25 +215,25 @@ def _rss_mb() -> float:
 
 def measure_size(
     config: str, size: int, queries: int, cache: Path | None, profile: Path | None = None, index: bool = False
-) -> list[SizeStages]:
+) -> Iterator[SizeStages]:
     """Build one user's ``size`` memories, then time ``queries`` searches stage by stage; with
-    ``index``, build the HNSW graph and time them again (a second row, same corpus)."""
+    ``index``, build the HNSW graph and time them again (a second row, same corpus). Rows are
+    yielded as they are measured."""
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         built = round(build(home, config, 1, size, cache), 1)
         mm = open_memory(home, config)
         try:
-            rows = [_time_searches(mm, config, size, queries, profile)]
+            row = _time_searches(mm, config, size, queries, profile)
+            row.build_s, row.disk_mb = built, round(dir_mb(home), 1)
+            yield row
             if index:
                 indexed = round(build_index(mm), 1)
-                rows.append(_time_searches(mm, f"{config}+hnsw", size, queries, profile))
-                rows[-1].index_s = indexed
-            disk = round(dir_mb(home), 1)
+                row = _time_searches(mm, f"{config}+hnsw", size, queries, profile)
+                row.build_s, row.index_s, row.disk_mb = built, indexed, round(dir_mb(home), 1)
+                yield row
         finally:
             mm.close()
-    for row in rows:
-        row.build_s, row.disk_mb = built, disk
-    return rows
 
 
 def _time_searches(mm: Any, label: str, size: int, queries: int, profile: Path | None) -> SizeStages:
@@ -366,7 +366,7 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
             for row in measure_size(config, size, args.queries, args.embed_cache, args.profile, args.index):
                 report.sizes.append(row)
                 say(f"{row.config} @ {size}: {row.search_ms} (load {row.load_avg})")
-            _write(report, args)  # a long run leaves what it has measured so far
+                _write(report, args)  # a long run leaves what it has measured so far
     if args.tenants:
         users, per_user = _tenants(args.tenants)
         for config in configs:
