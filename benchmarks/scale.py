@@ -24,6 +24,7 @@ with ``M`` memories in another, and times their searches interleaved (same run, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import os
@@ -177,13 +178,14 @@ class TenantResult:
     config: str
     users: int
     per_user: int
-    build_s: float
+    build_s: float | None  # None: a kept store was reused
     single_ms: dict[str, float]
     tenant_ms: dict[str, float]
     p95_ratio: float
     foreign_hits: int
     disk_mb: float
     load_avg: tuple[float, ...] = ()
+    stages: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -257,34 +259,46 @@ def _time_searches(mm: Any, label: str, size: int, queries: int, profile: Path |
     )
 
 
-def measure_tenants(config: str, users: int, per_user: int, queries: int, cache: Path | None) -> TenantResult:
-    """``users`` × ``per_user`` in one store against one user with ``per_user``, searches interleaved."""
+def measure_tenants(
+    config: str, users: int, per_user: int, queries: int, cache: Path | None, keep: Path | None = None
+) -> TenantResult:
+    """``users`` × ``per_user`` in one store against one user with ``per_user``, searches interleaved
+    and timed stage by stage. ``keep``: build in (or reuse the stores already built in) this directory."""
     qs = synthetic_texts(queries, seed=QUERY_SEED)
-    with tempfile.TemporaryDirectory() as tmp:
-        many, one = Path(tmp) / "many", Path(tmp) / "one"
-        built = build(many, config, users, per_user, cache)
-        build(one, config, 1, per_user, cache)
-        mm_many, mm_one = open_memory(many, config), open_memory(one, config)
-        single: list[float] = []
-        tenant: list[float] = []
+    with contextlib.ExitStack() as stack:
+        root = keep or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        many, one = root / f"{config}-{users}x{per_user}", root / f"{config}-1x{per_user}"
+        built = _built(many, config, users, per_user, cache)
+        _built(one, config, 1, per_user, cache)
+        mm_many = stack.enter_context(contextlib.closing(open_memory(many, config)))
+        mm_one = stack.enter_context(contextlib.closing(open_memory(one, config)))
+        clock_many = stack.enter_context(stages.clocked(mm_many))
+        clock_one = stack.enter_context(stages.clocked(mm_one))
         foreign = 0
         for i, q in enumerate(qs):
             user = user_name((i * 7919) % users)
-            t0 = time.perf_counter()
-            ask(mm_one, q, user_name(0))
-            single.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            found = ask(mm_many, q, user)
-            tenant.append(time.perf_counter() - t0)
+            with clock_one.search():
+                ask(mm_one, q, user_name(0))
+            with clock_many.search():
+                found = ask(mm_many, q, user)
             foreign += sum(1 for h in found if h.item.user_id != user)
         disk = dir_mb(many)
-        mm_many.close()
-        mm_one.close()
-    s, t = percentiles(single), percentiles(tenant)
+    s = percentiles([x["total"] for x in clock_one.searches])
+    t = percentiles([x["total"] for x in clock_many.searches])
     return TenantResult(
-        config, users, per_user, round(built, 1), s, t, round(t["p95"] / s["p95"], 2), foreign, round(disk, 1),
-        _load(),
+        config, users, per_user, built, s, t, round(t["p95"] / s["p95"], 2), foreign, round(disk, 1),
+        _load(), {"one user": clock_one.summary(), "tenants": clock_many.summary()},
     )
+
+
+def _built(home: Path, config: str, users: int, per_user: int, cache: Path | None) -> float | None:
+    """Build the store unless ``home`` already holds it; the seconds it took (``None``: reused)."""
+    done = home / "BUILT"
+    if done.exists():
+        return None
+    seconds = round(build(home, config, users, per_user, cache), 1)
+    done.write_text(f"{seconds}\n", encoding="utf-8")
+    return seconds
 
 
 def to_markdown(report: ScaleReport) -> str:
@@ -315,6 +329,9 @@ def to_markdown(report: ScaleReport) -> str:
                 f"{t.single_ms['p95']} | {t.tenant_ms['p50']} / {t.tenant_ms['p95']} | {t.p95_ratio}× | "
                 f"{t.foreign_hits} | {t.disk_mb} |"
             )
+        for t in report.tenants:
+            rows = {f"{label} ({t.users:,} × {t.per_user:,})": v for label, v in t.stages.items()}
+            lines += ["", f"Stages, many users on one store ({t.config}):", "", stages.to_markdown(rows)]
     return "\n".join(lines)
 
 
@@ -352,6 +369,7 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     ap.add_argument("--tenants", default="", help="UxM: U users with M memories each in one store")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--embed-cache", type=Path, help="e5 embedding cache directory (template vectors)")
+    ap.add_argument("--keep", type=Path, help="--tenants: build the stores here, reuse them when already built")
     ap.add_argument("--index", action="store_true", help="also measure each size with the HNSW graph built")
     ap.add_argument("--profile", type=Path, help="directory for cProfile files of each size's searches")
     ap.add_argument("--json", type=Path)
@@ -370,7 +388,9 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     if args.tenants:
         users, per_user = _tenants(args.tenants)
         for config in configs:
-            report.tenants.append(measure_tenants(config, users, per_user, args.queries, args.embed_cache))
+            report.tenants.append(
+                measure_tenants(config, users, per_user, args.queries, args.embed_cache, args.keep)
+            )
             say(f"{config} tenants {args.tenants}: {report.tenants[-1]}")
     print(_write(report, args))
     return report
