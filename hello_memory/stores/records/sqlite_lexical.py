@@ -54,7 +54,7 @@ TURN_EVENT_TYPE = "conversation"  # the event_type that marks a conversation tur
 # Stored with the window: a file indexed under another rule is re-indexed when opened.
 CONTEXT_RULE = "conversation-turns-v1"
 _IS_TURN = "json_extract(fields, '$.event_type') = 'conversation'"
-POSTINGS_BUDGET = 4000  # documents the kept terms may match together (see "Query terms" above)
+POSTINGS_BUDGET = COMMON_TERM_DOCS  # documents the kept terms may match together (see "Query terms" above)
 # Walking one posting of the user's scope token, against joining and ranking one matched document
 # (0.05 µs against about 2.5 µs, measured on FTS5 with 100k and 1M documents).
 SCOPE_POSTING_COST = 0.025
