@@ -55,8 +55,8 @@ TURN_EVENT_TYPE = "conversation"  # the event_type that marks a conversation tur
 CONTEXT_RULE = "conversation-turns-v1"
 _IS_TURN = "json_extract(fields, '$.event_type') = 'conversation'"
 POSTINGS_BUDGET = COMMON_TERM_DOCS  # documents the kept terms may match together (see "Query terms" above)
-# Walking one posting of the user's scope token, against joining and ranking one matched document
-# (0.05 µs against about 2.5 µs, measured on FTS5 with 100k and 1M documents).
+# Walking one posting of the user's scope token, relative to joining and ranking one matched
+# document (BENCHMARKS.md "Scale (issue 25)" has the measurement).
 SCOPE_POSTING_COST = 0.025
 MAX_QUERY_TERMS = 32  # the rarest ones; a pasted paragraph must not become a 300-term OR query
 EVIDENCE_MIN_DOCS = 1000  # lexical evidence treats a smaller memory as a sample of one this size
@@ -275,10 +275,10 @@ class ConversationLexicalIndex:
         """Whether to intersect a MATCH with the user's scope token (the JOIN on user_id enforces
         isolation either way; this only chooses the cheaper plan).
 
-        With the scope, FTS5 walks the scope's posting list, as long as the user's memories (5.4 ms
-        at 100k memories of one user); without it, every document the terms match, of every user,
-        is joined to its row and ranked before the JOIN drops the other users' (a few µs each:
-        3 ms for 1,000 matches in a store of 1,000 users). The scope pays when walking the user's
+        With the scope, FTS5 walks the scope's posting list, as long as the user's memories;
+        without it, every document the terms match, of every user, is joined to its row and
+        ranked before the JOIN drops the other users' (each far dearer than a posting walked:
+        BENCHMARKS.md "Scale (issue 25)"). The scope pays when walking the user's
         postings (:data:`SCOPE_POSTING_COST` of a ranked match each) costs less than ranking the
         matches expected from other users (``postings`` × their share of the documents): never
         for the only user of a store, nearly always in a store of many. The counts are cached
