@@ -23,7 +23,9 @@ Lexical semantics (what any other record store must reproduce to rank the same w
   rows; a file indexed under another window or rule is re-indexed when opened.
 - **Query terms.** The query's distinct tokens that some memory holds, without those found in more
   than ``COMMON_TERM_DOCS`` FTS documents when rarer ones remain, the ``MAX_QUERY_TERMS`` rarest
-  kept; they are OR-ed.
+  kept, and of those the rarest while their documents add up to at most ``POSTINGS_BUDGET``
+  (always the rarest one); they are OR-ed. The budget bounds what one query ranks however large
+  the memory grows: FTS5 scores every document an OR query matches before it takes the top ones.
 - **Score.** FTS5 ``bm25`` (k1 = 1.2, b = 0.75, ``idf = log((N − n + 0.5) / (n + 0.5))``, at least
   1e-6; N documents, n holding the term; statistics over every user's documents), higher is
   better. Search fuses it relative to the best candidate (:mod:`hello_memory.core.relevance`).
@@ -52,6 +54,10 @@ TURN_EVENT_TYPE = "conversation"  # the event_type that marks a conversation tur
 # Stored with the window: a file indexed under another rule is re-indexed when opened.
 CONTEXT_RULE = "conversation-turns-v1"
 _IS_TURN = "json_extract(fields, '$.event_type') = 'conversation'"
+POSTINGS_BUDGET = COMMON_TERM_DOCS  # documents the kept terms may match together (see "Query terms" above)
+# Walking one posting of the user's scope token, relative to joining and ranking one matched
+# document (BENCHMARKS.md "Scale (issue 25)" has the measurement).
+SCOPE_POSTING_COST = 0.025
 MAX_QUERY_TERMS = 32  # the rarest ones; a pasted paragraph must not become a 300-term OR query
 EVIDENCE_MIN_DOCS = 1000  # lexical evidence treats a smaller memory as a sample of one this size
 _FTS_SAFE = re.compile(r"[^\w]", re.UNICODE)
@@ -80,6 +86,20 @@ def evidence_weights(df: dict[str, int], terms: Sequence[str], documents: int) -
     """
     n = max(documents, EVIDENCE_MIN_DOCS)
     return {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+
+
+def _within_budget(terms: list[str], df: dict[str, int]) -> tuple[list[str], int]:
+    """The prefix of ``terms`` (rarest first) whose documents add up to at most ``POSTINGS_BUDGET``
+    (at least one term), and that sum."""
+    if not terms:
+        return [], 0
+    kept, total = terms[:1], df[terms[0]]
+    for t in terms[1:]:
+        if total + df[t] > POSTINGS_BUDGET:
+            break
+        kept.append(t)
+        total += df[t]
+    return kept, total
 
 
 class ConversationLexicalIndex:
@@ -249,16 +269,20 @@ class ConversationLexicalIndex:
         if not kept:  # only common terms: keep the rarest, by exact counts
             df = self._frequencies(present, exact=True)
             kept = sorted(present, key=lambda t: df[t])[:1]
-        return kept, sum(df[t] for t in kept)
+        return _within_budget(kept, df)
 
     def _scope_pays(self, user_id: str, postings: int | None) -> bool:
         """Whether to intersect a MATCH with the user's scope token (the JOIN on user_id enforces
         isolation either way; this only chooses the cheaper plan).
 
-        FTS5 walks the scope's posting list, as long as the user's memories: 5.4 ms against
-        0.06 ms for a rare term at 100k memories of one user. It pays only when the query terms
-        match more documents (of all users) than the user has. The user's count is cached and
-        re-read after a tenth of it in FTS changes: a stale count only picks a slower plan.
+        With the scope, FTS5 walks the scope's posting list, as long as the user's memories;
+        without it, every document the terms match, of every user, is joined to its row and
+        ranked before the JOIN drops the other users' (each far dearer than a posting walked:
+        BENCHMARKS.md "Scale (issue 25)"). The scope pays when walking the user's
+        postings (:data:`SCOPE_POSTING_COST` of a ranked match each) costs less than ranking the
+        matches expected from other users (``postings`` × their share of the documents): never
+        for the only user of a store, nearly always in a store of many. The counts are cached
+        and re-read after a tenth of them in FTS changes: a stale count only picks a slower plan.
         """
         if postings is None:
             return True
@@ -269,7 +293,9 @@ class ConversationLexicalIndex:
                 "SELECT COUNT(*) FROM memories WHERE user_id=? AND deleted_at IS NULL", (user_id,)
             )
             hit = self._user_docs[user_id] = (int(rows[0][0]), now)
-        return hit[0] < postings
+        mine = hit[0]
+        others = postings * (1.0 - mine / max(self._document_count(), mine, 1))
+        return mine * SCOPE_POSTING_COST < others
 
     def _frequencies(self, terms: list[str], *, exact: bool = False) -> dict[str, int]:
         """Documents per term: exact, or cached and provably on the same side of ``COMMON_TERM_DOCS``.

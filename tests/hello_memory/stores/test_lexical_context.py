@@ -280,11 +280,41 @@ def test_lexical_results_are_the_same_with_or_without_the_scope_token(
         assert found > 100
 
 
-def test_the_scope_token_is_used_only_when_the_user_has_fewer_memories_than_the_terms_match(tmp_path: Path) -> None:
+def test_the_scope_token_is_used_only_when_other_users_matches_cost_more_than_walking_the_users(
+    tmp_path: Path,
+) -> None:
     with _manager(tmp_path) as mm:
         mm.add_many([_turn(f"tea {i}", i, session=None) for i in range(30)] + [_turn("rare word", 99, None)])
         store = mm.bundle.records
         assert store._selective_terms(["tea", "rare"]) == (["rare", "tea"], 31)
-        assert not store._scope_pays("alice", 1)  # 31 memories: walking them costs more than 1 posting
-        assert store._scope_pays("alice", 32)
+        # the only user of the store: every match is theirs, the scope never pays
+        assert not store._scope_pays("alice", 1) and not store._scope_pays("alice", 31)
         assert store._scope_pays("alice", None)  # a single term is not counted
+        bob = [dict(_turn(f"tea {i}", i, session=None), user_id="bob") for i in range(3069)]
+        mm.add_many(bob)  # alice now holds 31 of 3,100 memories
+        store._forget_frequencies()
+        # walking alice's 31 postings costs 31 × SCOPE_POSTING_COST ≈ 0.8 ranked matches
+        assert not store._scope_pays("alice", 0)
+        assert store._scope_pays("alice", 2)
+        # bob holds 99 %: ranking the 1 % of matches that are alice's costs less than walking his
+        assert not store._scope_pays("bob", 3000)
+
+
+def test_the_query_terms_stop_at_the_postings_budget_rarest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_lexical, "POSTINGS_BUDGET", 11)
+    with _manager(tmp_path) as mm:
+        mm.add_many(
+            [_turn(f"tea {i}", i, session=None) for i in range(8)]
+            + [_turn(f"cake {i}", 20 + i, session=None) for i in range(3)]
+            + [_turn("rare word", 99, None)]
+        )
+        store = mm.bundle.records
+        # rare (1) + cake (3) fit in 11 documents; tea (8) would make 12: it is dropped
+        assert store._selective_terms(["tea", "cake", "rare"]) == (["rare", "cake"], 4)
+        found = mm.bundle.records.lexical_search(mm.user_id, ["tea", "cake", "rare"], types=None, limit=50)
+        assert len(found) == 4
+        # a budget never drops the rarest term, however common it is
+        monkeypatch.setattr(sqlite_lexical, "POSTINGS_BUDGET", 2)
+        assert store._selective_terms(["tea", "cake"]) == (["cake"], 3)

@@ -1,0 +1,59 @@
+"""The scale harness (issue 25) runs end to end at a small size, so it never rots: correctness only,
+never timing (figures belong in BENCHMARKS.md)."""
+
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import scale, stages
+
+
+def test_many_users_on_one_store_each_see_only_their_own(tmp_path: Path):
+    home = tmp_path / "many"
+    scale.build(home, "tfidf", 20, 50)
+    mm = scale.open_memory(home, "tfidf")
+    try:
+        for u in (0, 7, 19):
+            user = scale.user_name(u)
+            own = set(scale.user_texts(50, u, 20))
+            found = scale.ask(mm, "Alice visited the Paris trip", user)
+            assert found and all(h.item.user_id == user and h.item.content in own for h in found)
+            assert mm.stats(user_id=user).total == 50
+    finally:
+        mm.close()
+
+
+def test_tenant_run_and_stage_table(tmp_path: Path):
+    report = scale.main(
+        ["--sizes", "200", "--configs", "tfidf", "--tenants", "20x50", "--queries", "8", "--index",
+         "--json", str(tmp_path / "s.json"), "--markdown", str(tmp_path / "s.md")],
+        progress=lambda s: None,
+    )
+    size, indexed = report.sizes
+    assert size.size == 200 and size.mean_hits > 0 and indexed.config == "tfidf+hnsw"
+    assert indexed.index_s is not None and indexed.mean_hits == size.mean_hits
+    assert set(stages.STAGES) <= set(size.stages) and size.stages["total"]["p50_ms"] > 0
+    spent = sum(size.stages[s]["mean_ms"] for s in stages.STAGES)
+    assert abs(spent - size.stages["total"]["mean_ms"]) < 0.05 * size.stages["total"]["mean_ms"] + 0.01
+    (tenants,) = report.tenants
+    assert (tenants.users, tenants.per_user, tenants.foreign_hits) == (20, 50, 0)
+    text = (tmp_path / "s.md").read_text(encoding="utf-8")
+    assert "| lexical |" in text and "| tfidf | 20 × 50 |" in text
+
+
+def test_template_embedder_embeds_each_sentence_once():
+    calls: list[list[str]] = []
+
+    class Inner:
+        name, dimension = "fake", 2
+
+        def embed(self, texts: list[str], *, kind: str = "passage") -> np.ndarray:
+            calls.append(list(texts))
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+    emb = scale.TemplateEmbedder(Inner())
+    out = emb.embed(["tea #1", "tea #2", "coffee #3"])
+    emb.embed(["tea #9"])
+    assert out.shape == (3, 2) and calls == [["tea", "coffee"]]
+    emb.embed(["tea #1"], kind="query")
+    assert calls[-1] == ["tea #1"]
