@@ -18,8 +18,8 @@ import argparse
 import json
 import os
 import tempfile
-from pathlib import Path
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from hello_memory.embedders import _e5_choice
