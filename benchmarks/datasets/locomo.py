@@ -5,6 +5,8 @@ One corpus per conversation (``sample_id``). A turn's text is ``"{speaker}: {tex
 ``session_N_date_time``. Category 5 (adversarial: the question twists a fact, e.g. asks about the
 other speaker, and its answer is not in the conversation) becomes an unanswerable query
 (``answerable=False``, category ``adversarial``, no gold): it scores the no-answer rate only.
+Session-level gold is the sessions of a question's evidence turns (a doc's ``session_id`` is its
+session number), so the report has a session level too.
 """
 
 from __future__ import annotations
@@ -111,8 +113,10 @@ def load(path: Path, split: str = DEFAULT_SPLIT) -> RetrievalTask:
             gold = evidence & known
             dropped += len(evidence - known)
             if gold:
+                sessions = frozenset(g.split(":")[0][1:] for g in gold)  # "D<s>:<t>" → the doc's session_id "<s>"
                 queries.append(
-                    Query(f"{cid}/{i}", str(qa["question"]), cid, frozenset(gold), CATEGORIES[qa["category"]])
+                    Query(f"{cid}/{i}", str(qa["question"]), cid, frozenset(gold), CATEGORIES[qa["category"]],
+                          gold_sessions=sessions)
                 )
     notes = (f"{dropped} evidence ids not found among the turns were dropped",) if dropped else ()
     if dropped:

@@ -102,6 +102,8 @@ def test_locomo_loader(tmp_path):
     ]  # fmt: skip
     assert task.queries[1].gold == {"D1:2"} and task.queries[2].gold == {"D2:1", "D2:2"}
     assert task.queries[3].gold == {"D1:3"} and task.notes  # D9:9 dropped and noted
+    # session-level gold: the sessions of the evidence turns, named as the docs' session_id
+    assert [q.gold_sessions for q in task.queries[:4]] == [{"1"}, {"1"}, {"2"}, {"1"}] and task.has_sessions
     # category 5: its answer is not in the conversation; scored by the no-answer rate only
     adversarial = task.queries[4]
     assert not adversarial.answerable and adversarial.gold == frozenset()
