@@ -14,6 +14,11 @@ shard's files: 0.1-0.6 s where an fsync costs ~7 ms, too slow per write. The sto
 One process at a time: an open shard holds a lock on its WAL; a second opener gets
 :class:`~hello_memory.errors.StoreLockedError`.
 
+Search cost: a collection is searched exactly until its HNSW graph is built. Once
+``index_threshold`` of its points are outside the graph, the store builds it in a child process on
+a copy of the shard and swaps it in, while the collection keeps serving
+(:mod:`hello_memory.stores.vectors.edge_build`).
+
 Full disks: the engine writes through memory maps, where running out of space is a SIGBUS that kills
 the process. Every load, write and flush first checks the free space it may need and raises
 :class:`~hello_memory.errors.DiskFullError` instead (:mod:`hello_memory.stores.vectors.edge_space`).
@@ -27,14 +32,16 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 import qdrant_edge as qe
 
 from hello_memory.errors import StoreError
+from hello_memory.stores.vectors import edge_build
 from hello_memory.stores.vectors.base import VectorHit, VectorPoint
 from hello_memory.stores.vectors.common import VectorStoreAdapter, fetched_point, missing_collection
 from hello_memory.stores.vectors.edge_engine import (
@@ -53,8 +60,11 @@ from hello_memory.stores.vectors.rules import CollectionMeta, check_collection_n
 
 logger = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
 _WRITE_BATCH = 1024
 _SCROLL_PAGE = 2048
+INDEX_THRESHOLD = 20_000  # points outside the HNSW graph before a background build starts
+_INDEX_CHECK_EVERY = 1_000  # points written between two looks at a collection's unindexed count
 
 
 class QdrantEdgeVectorStore(VectorStoreAdapter):
@@ -65,6 +75,8 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         flush_every_write: flush after every write (durable across power loss; slow, see above).
         flush_interval: otherwise flush when this many seconds passed since the last flush.
         min_free_bytes: free space a write asks for beyond its own size (see "Full disks" above).
+        index_threshold: points outside a collection's HNSW graph that start a background build
+            (see "Search cost" above); ``None`` never builds one.
 
     Example:
         >>> import tempfile, uuid, numpy as np
@@ -86,6 +98,7 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         flush_every_write: bool = False,
         flush_interval: float = 30.0,
         min_free_bytes: int = MIN_FREE_BYTES,
+        index_threshold: int | None = INDEX_THRESHOLD,
     ) -> None:
         self._path = Path(path)
         try:
@@ -100,6 +113,9 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         self._budget = DiskBudget(self._path, min_free_bytes)
         self._lock = threading.RLock()
         self._closed = False
+        self._index_threshold = index_threshold
+        self._builds: dict[str, edge_build.Build] = {}
+        self._since_check: dict[str, int] = {}
 
     @property
     def path(self) -> Path:
@@ -158,8 +174,15 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
             with engine_errors("optimize", self._path):
                 return shard.optimize()
 
+    def wait_for_index(self, collection: str, timeout: float | None = None) -> bool:
+        """Wait for a running background index build of ``collection``; whether none is running now."""
+        build = self._builds.get(collection)
+        return build is None or build.done.wait(timeout)
+
     def close(self) -> None:
-        """Flush and close every open shard; idempotent."""
+        """Flush and close every open shard (a running index build is abandoned); idempotent."""
+        for build in list(self._builds.values()):
+            build.cancel()
         with self._lock:
             if self._closed:
                 return
@@ -209,7 +232,9 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
                         )
                     ]
                     shard.update(qe.UpdateOperation.upsert_points(batch))
+            self._note(name, ids)
             self._after_write(name, shard)
+            self._maybe_build(name, shard, len(ids))
 
     def _remove(self, name: str, ids: list[str]) -> None:
         with self._lock:
@@ -217,12 +242,15 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
             self._budget.for_delete(name, len(ids))
             with engine_errors("delete", self._path):
                 shard.update(qe.UpdateOperation.delete_points(list(ids)))
+            self._note(name, ids)
             self._after_write(name, shard)
 
     def _remove_where(self, name: str, where: CompiledFilter) -> int:
         doomed = edge_filter(where)
         with self._lock:
             shard, _ = self._open(name)
+            if name in self._builds:  # the build replays these points by id
+                self._note(name, self._ids(name, where))
             with engine_errors("delete", self._path):
                 n = shard.count(qe.CountRequest(exact=True, filter=doomed))
                 if n:
@@ -235,46 +263,53 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
     def _nearest(
         self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None
     ) -> list[VectorHit]:
-        shard, _ = self._open(name)
         request = qe.QueryRequest(
             limit=limit,
             query=qe.Query.Nearest(query.tolist()),
             filter=to_edge_filter(where),
             with_payload=True,
         )
-        with engine_errors("search", self._path):
-            hits = shard.query(request)
+        hits = self._reading(name, "search", lambda shard: shard.query(request))
         return [VectorHit(str(h.id), float(h.score), h.payload or {}) for h in hits]
 
     def _fetch(self, name: str, ids: list[str], with_vectors: bool) -> list[VectorPoint]:
-        shard, _ = self._open(name)
-        with engine_errors("retrieve", self._path):
-            records = shard.retrieve(list(ids), True, with_vectors)
+        records = self._reading(name, "retrieve", lambda shard: shard.retrieve(list(ids), True, with_vectors))
         return [fetched_point(str(r.id), r.vector if with_vectors else None, r.payload) for r in records]
 
     def _count(self, name: str, where: CompiledFilter | None) -> int:
-        shard, _ = self._open(name)
-        with engine_errors("count", self._path):
-            return shard.count(qe.CountRequest(exact=True, filter=to_edge_filter(where)))
+        request = qe.CountRequest(exact=True, filter=to_edge_filter(where))
+        return int(self._reading(name, "count", lambda shard: shard.count(request)))
 
     def _ids(self, name: str, where: CompiledFilter | None) -> list[str]:
-        shard, _ = self._open(name)
         scroll_filter = to_edge_filter(where)
-        out: list[str] = []
-        offset: Any = None
-        with engine_errors("scroll", self._path):
+
+        def scroll(shard: qe.EdgeShard) -> list[str]:
+            out: list[str] = []
+            offset: Any = None
             while True:
                 request = qe.ScrollRequest(
-                    offset=offset,
-                    limit=_SCROLL_PAGE,
-                    filter=scroll_filter,
-                    with_payload=False,
-                    with_vector=False,
+                    offset=offset, limit=_SCROLL_PAGE, filter=scroll_filter, with_payload=False, with_vector=False
                 )
                 records, offset = shard.scroll(request)
                 out.extend(str(r.id) for r in records)
                 if offset is None:
                     return out
+
+        return self._reading(name, "scroll", scroll)
+
+    def _reading(self, name: str, action: str, call: Callable[[qe.EdgeShard], _T]) -> _T:
+        """``call`` on the collection's shard without the store's lock; once more on the new shard when
+        a background index build swapped it in (and closed the old one) meanwhile."""
+        shard, _ = self._open(name)
+        try:
+            with engine_errors(action, self._path):
+                return call(shard)
+        except StoreError:
+            if self._shards.get(name, shard) is shard:
+                raise
+        shard, _ = self._open(name)
+        with engine_errors(action, self._path):
+            return call(shard)
 
     # -- internals ------------------------------------------------------------------------------
     def _open(self, name: str) -> tuple[qe.EdgeShard, CollectionMeta]:
@@ -289,6 +324,7 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
             if meta is None:
                 raise missing_collection(name)
             shard_dir = self._path / name / SHARD_DIR
+            edge_build.recover(self._path / name, SHARD_DIR)
             self._budget.for_load(shard_dir)
             with engine_errors("load the shard", self._path):
                 shard = qe.EdgeShard.load(str(shard_dir))
@@ -327,6 +363,34 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         if due or self._budget.overdue(name):
             self._flush_shard(name, shard)
             self._last_flush = now
+
+    def _note(self, name: str, ids: list[str]) -> None:
+        build = self._builds.get(name)
+        if build is not None:
+            build.touched.update(ids)
+
+    def _maybe_build(self, name: str, shard: qe.EdgeShard, written: int) -> None:
+        """Start a background index build when enough of ``name`` is outside its graph (lock held)."""
+        if self._index_threshold is None or name in self._builds:
+            return
+        self._since_check[name] = self._since_check.get(name, 0) + written
+        if self._since_check[name] < min(_INDEX_CHECK_EVERY, self._index_threshold):
+            return
+        self._since_check[name] = 0
+        if edge_build.unindexed(shard) < self._index_threshold:
+            return
+        build = edge_build.start(self._path / name, SHARD_DIR, shard, self._metas[name].dimension, self._budget)
+        if build is None:  # no room, or the copy failed: searched exactly until the next try
+            return
+        self._builds[name] = build
+        threading.Thread(target=self._build, args=(name, build), name=f"index-{name}", daemon=True).start()
+
+    def _build(self, name: str, build: edge_build.Build) -> None:
+        try:
+            edge_build.complete(build, name, self._shards, self._lock, lambda: self._closed)
+        finally:
+            self._builds.pop(name, None)
+            build.done.set()
 
     def _check_open(self) -> None:
         if self._closed:

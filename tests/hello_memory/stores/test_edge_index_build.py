@@ -1,0 +1,157 @@
+"""The Edge store builds its HNSW graph in the background: the collection serves throughout, nothing
+written meanwhile is lost, and a crash at any step leaves one complete shard."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from hello_memory.stores.vectors import edge_build
+from hello_memory.stores.vectors.base import Filter, VectorPoint
+from hello_memory.stores.vectors.edge import QdrantEdgeVectorStore
+from hello_memory.stores.vectors.edge_engine import SHARD_DIR
+
+DIM = 16
+
+
+def _points(rng: np.random.Generator, n: int, user: str = "u") -> list[VectorPoint]:
+    return [
+        VectorPoint(str(uuid.uuid4()), rng.standard_normal(DIM).astype(np.float32), {"user_id": user})
+        for _ in range(n)
+    ]
+
+
+def _indexed(store: QdrantEdgeVectorStore, name: str) -> int:
+    shard, _ = store._open(name)
+    return int(shard.info().indexed_vectors_count or 0)
+
+
+def test_the_graph_is_built_in_the_background_and_writes_made_meanwhile_survive(tmp_path, monkeypatch):
+    # the child waits a second before building, so the writes below land while it runs
+    monkeypatch.setattr(edge_build, "_CHILD", "import time; time.sleep(1)\n" + edge_build._CHILD)
+    rng = np.random.default_rng(1)
+    store = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=1000)
+    store.ensure_collection("m", DIM, embedder="fake")
+    first = _points(rng, 1000)
+    store.upsert("m", first)  # crosses the threshold: the build starts
+    assert "m" in store._builds
+    # while the child builds: searches, new points, deletions, an update (new payload), a filtered delete
+    later = _points(rng, 300)
+    store.upsert("m", later)
+    store.delete("m", [p.id for p in first[:50]])
+    moved = VectorPoint(first[60].id, first[60].vector, {"user_id": "w"})
+    store.upsert("m", [moved])
+    doomed = _points(rng, 20, user="gone")
+    store.upsert("m", doomed)
+    assert store.delete_where("m", Filter(equals={"user_id": "gone"})) == 20
+    hits = store.search("m", later[0].vector, limit=1)
+    assert hits[0].id == later[0].id
+    assert "m" in store._builds  # all of the above happened during the build
+    assert store.wait_for_index("m", timeout=120)
+    assert "m" not in store._builds
+    assert _indexed(store, "m") >= 1000  # the swapped-in shard has its graph
+    expected = {p.id for p in first[50:]} | {p.id for p in later}
+    assert set(store.ids("m")) == expected
+    assert store.get("m", [moved.id])[0].payload["user_id"] == "w"
+    for p in later[:20] + first[100:120]:  # every point is found by its own vector
+        assert store.search("m", p.vector, limit=1)[0].id == p.id
+    store.close()
+    assert not (tmp_path / "v" / "m" / edge_build.BUILDING).exists()
+    reopened = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=None)
+    assert set(reopened.ids("m")) == expected and _indexed(reopened, "m") >= 1000
+    reopened.close()
+
+
+def test_closing_during_a_build_abandons_it_and_keeps_every_point(tmp_path):
+    rng = np.random.default_rng(2)
+    store = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=1000)
+    store.ensure_collection("m", DIM, embedder="fake")
+    pts = _points(rng, 1500)
+    store.upsert("m", pts)
+    build = store._builds.get("m")
+    assert build is not None
+    store.close()
+    assert build.done.wait(60)
+    assert not (tmp_path / "v" / "m" / edge_build.BUILDING).exists()
+    reopened = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=None)
+    assert set(reopened.ids("m")) == {p.id for p in pts}
+    reopened.close()
+
+
+def test_a_failed_child_leaves_the_collection_as_it_was(tmp_path, monkeypatch):
+    monkeypatch.setattr(edge_build, "_CHILD", "import sys; sys.exit(3)")
+    rng = np.random.default_rng(3)
+    store = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=1000)
+    store.ensure_collection("m", DIM, embedder="fake")
+    pts = _points(rng, 1000)
+    store.upsert("m", pts)
+    assert store.wait_for_index("m", timeout=60)
+    assert _indexed(store, "m") == 0 and set(store.ids("m")) == {p.id for p in pts}
+    assert not (tmp_path / "v" / "m" / edge_build.BUILDING).exists()
+    store.close()
+
+
+@pytest.mark.parametrize("crash_after", ["copy", "first rename"])
+def test_a_crash_mid_swap_is_repaired_on_the_next_load(tmp_path, crash_after):
+    rng = np.random.default_rng(4)
+    store = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=None)
+    store.ensure_collection("m", DIM, embedder="fake")
+    pts = _points(rng, 200)
+    store.upsert("m", pts)
+    store.close()
+    cdir = tmp_path / "v" / "m"
+    import shutil
+
+    shutil.copytree(cdir / SHARD_DIR, cdir / edge_build.BUILDING)  # a copy the crash left behind
+    if crash_after == "first rename":
+        (cdir / SHARD_DIR).rename(cdir / edge_build.OLD)  # the live shard moved aside, the copy not yet in
+    reopened = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=None)
+    assert set(reopened.ids("m")) == {p.id for p in pts}
+    assert not (cdir / edge_build.BUILDING).exists() and not (cdir / edge_build.OLD).exists()
+    reopened.close()
+
+
+def test_no_build_below_the_threshold_or_when_switched_off(tmp_path):
+    rng = np.random.default_rng(5)
+    for threshold in (None, 5000):
+        store = QdrantEdgeVectorStore(tmp_path / f"v{threshold}", index_threshold=threshold)
+        store.ensure_collection("m", DIM, embedder="fake")
+        store.upsert("m", _points(rng, 2000))
+        assert "m" not in store._builds and _indexed(store, "m") == 0
+        store.close()
+
+
+def test_searches_running_through_the_swap_never_fail(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(edge_build, "_CHILD", "import time; time.sleep(0.5)\n" + edge_build._CHILD)
+    rng = np.random.default_rng(6)
+    store = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=1000)
+    store.ensure_collection("m", DIM, embedder="fake")
+    pts = _points(rng, 1000)
+    store.upsert("m", pts)
+    build = store._builds["m"]
+    errors: list[BaseException] = []
+    found = [0]
+
+    def search() -> None:
+        while not build.done.is_set():
+            try:
+                p = pts[found[0] % len(pts)]
+                assert store.search("m", p.vector, limit=1)[0].id == p.id
+                assert store.count("m") == len(pts)
+                found[0] += 1
+            except BaseException as e:
+                errors.append(e)
+                return
+
+    threads = [threading.Thread(target=search) for _ in range(2)]
+    for t in threads:
+        t.start()
+    assert store.wait_for_index("m", timeout=120)
+    for t in threads:
+        t.join()
+    assert errors == [] and found[0] > 0 and _indexed(store, "m") >= 1000
+    store.close()
