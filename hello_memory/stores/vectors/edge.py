@@ -330,6 +330,7 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
                 shard = qe.EdgeShard.load(str(shard_dir))
                 ensure_indexes(shard, lambda: self._budget.need(self._budget.min_free))
             self._shards[name], self._metas[name] = shard, meta
+            self._maybe_build(name, shard, self._index_threshold or 0)  # a graph left unbuilt before
             return shard, meta
 
     def _create(self, name: str, meta: CollectionMeta) -> None:

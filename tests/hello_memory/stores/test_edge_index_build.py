@@ -155,3 +155,17 @@ def test_searches_running_through_the_swap_never_fail(tmp_path, monkeypatch):
         t.join()
     assert errors == [] and found[0] > 0 and _indexed(store, "m") >= 1000
     store.close()
+
+
+def test_a_collection_left_unindexed_is_built_when_it_is_next_opened(tmp_path):
+    rng = np.random.default_rng(7)
+    store = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=None)
+    store.ensure_collection("m", DIM, embedder="fake")
+    pts = _points(rng, 1500)
+    store.upsert("m", pts)
+    store.close()
+    reopened = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=1000)
+    assert reopened.count("m") == 1500  # the first use loads the shard and starts the build
+    assert reopened.wait_for_index("m", timeout=120) and _indexed(reopened, "m") >= 1500
+    assert set(reopened.ids("m")) == {p.id for p in pts}
+    reopened.close()
