@@ -16,7 +16,8 @@ One process at a time: an open shard holds a lock on its WAL; a second opener ge
 
 Search cost: a collection is searched exactly until its HNSW graph is built. Once
 ``index_threshold`` of its points are outside the graph, the store builds it in a child process on
-a copy of the shard and swaps it in, while the collection keeps serving
+a copy of the shard and swaps it in, while the collection keeps serving (again once a tenth of
+the collection is outside the graph)
 (:mod:`hello_memory.stores.vectors.edge_build`).
 
 Full disks: the engine writes through memory maps, where running out of space is a SIGBUS that kills
@@ -378,7 +379,7 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         if self._since_check[name] < min(_INDEX_CHECK_EVERY, self._index_threshold):
             return
         self._since_check[name] = 0
-        if edge_build.unindexed(shard) < self._index_threshold:
+        if not edge_build.due(shard, self._index_threshold):
             return
         build = edge_build.start(self._path / name, SHARD_DIR, shard, self._metas[name].dimension, self._budget)
         if build is None:  # no room, or the copy failed: searched exactly until the next try

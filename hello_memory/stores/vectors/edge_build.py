@@ -39,6 +39,7 @@ import qdrant_edge as qe
 logger = logging.getLogger(__name__)
 
 BUILDING = "shard.building"
+REBUILD_FRACTION = 0.1
 OLD = "shard.old"
 # The child indexes every segment it is given (the engine's own size threshold off: the store decides
 # when a build is worth it), at a lower priority than the process that serves.
@@ -101,15 +102,19 @@ def complete(
             build.cancel()
 
 
-def unindexed(shard: Any) -> int:
-    """Points of ``shard`` its HNSW graph does not cover (searched exactly); 0 when the engine cannot
-    say (a write that succeeded must not fail on its bookkeeping)."""
+def due(shard: Any, threshold: int) -> bool:
+    """Whether ``shard`` needs its graph (re)built: ``threshold`` points, and a tenth of all its points,
+    outside the graph. Each build re-indexes the whole collection, so the second condition keeps the
+    total build work proportional to the collection's size; ``False`` when the engine cannot say (a
+    write that succeeded must not fail on its bookkeeping)."""
     try:
         info = shard.info()
     except Exception as e:
         logger.warning("cannot read the shard's index state: %s", e)
-        return 0
-    return max(0, int(info.points_count) - int(info.indexed_vectors_count or 0))
+        return False
+    total = int(info.points_count)
+    outside = total - int(info.indexed_vectors_count or 0)
+    return outside >= max(threshold, REBUILD_FRACTION * total)
 
 
 class Build:

@@ -169,3 +169,21 @@ def test_a_collection_left_unindexed_is_built_when_it_is_next_opened(tmp_path):
     assert reopened.wait_for_index("m", timeout=120) and _indexed(reopened, "m") >= 1500
     assert set(reopened.ids("m")) == {p.id for p in pts}
     reopened.close()
+
+
+def test_a_rebuild_waits_for_a_tenth_of_the_collection():
+    class Info:
+        def __init__(self, total: int, indexed: int) -> None:
+            self.points_count, self.indexed_vectors_count = total, indexed
+
+    class Shard:
+        def __init__(self, total: int, indexed: int) -> None:
+            self._info = Info(total, indexed)
+
+        def info(self) -> Info:
+            return self._info
+
+    assert edge_build.due(Shard(20_000, 0), 20_000)
+    assert not edge_build.due(Shard(19_999, 0), 20_000)
+    assert not edge_build.due(Shard(1_000_000, 900_001), 20_000)  # 99,999 outside: under a tenth
+    assert edge_build.due(Shard(1_000_000, 900_000), 20_000)
