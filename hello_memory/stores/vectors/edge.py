@@ -14,11 +14,8 @@ shard's files: 0.1-0.6 s where an fsync costs ~7 ms, too slow per write. The sto
 One process at a time: an open shard holds a lock on its WAL; a second opener gets
 :class:`~hello_memory.errors.StoreLockedError`.
 
-Search cost: a collection is searched exactly until its HNSW graph is built. Once
-``index_threshold`` of its points are outside the graph, the store builds it in a child process on
-a copy of the shard and swaps it in, while the collection keeps serving (again once a tenth of
-the collection is outside the graph)
-(:mod:`hello_memory.stores.vectors.edge_build`).
+Search cost: a collection is searched exactly until its HNSW graph is built; the store builds it in
+the background once ``index_threshold`` points are outside it (:mod:`.edge_build`).
 
 Full disks: the engine writes through memory maps, where running out of space is a SIGBUS that kills
 the process. Every load, write and flush first checks the free space it may need and raises
@@ -116,6 +113,7 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         self._closed = False
         self._index_threshold = index_threshold
         self._builds: dict[str, edge_build.Build] = {}
+        self._failed_builds: set[str] = set()  # not retried by this store (see edge_build)
         self._since_check: dict[str, int] = {}
 
     @property
@@ -331,7 +329,7 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
                 shard = qe.EdgeShard.load(str(shard_dir))
                 ensure_indexes(shard, lambda: self._budget.need(self._budget.min_free))
             self._shards[name], self._metas[name] = shard, meta
-            self._maybe_build(name, shard, self._index_threshold or 0)  # a graph left unbuilt before
+            self._maybe_build(name, shard, self._index_threshold or 0)  # a graph left unbuilt
             return shard, meta
 
     def _create(self, name: str, meta: CollectionMeta) -> None:
@@ -373,7 +371,7 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
 
     def _maybe_build(self, name: str, shard: qe.EdgeShard, written: int) -> None:
         """Start a background index build when enough of ``name`` is outside its graph (lock held)."""
-        if self._index_threshold is None or name in self._builds:
+        if self._index_threshold is None or name in self._builds or name in self._failed_builds:
             return
         self._since_check[name] = self._since_check.get(name, 0) + written
         if self._since_check[name] < min(_INDEX_CHECK_EVERY, self._index_threshold):
@@ -389,7 +387,8 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
 
     def _build(self, name: str, build: edge_build.Build) -> None:
         try:
-            edge_build.complete(build, name, self._shards, self._lock, lambda: self._closed)
+            if not edge_build.complete(build, name, self._shards, self._lock, lambda: self._closed):
+                self._failed_builds.add(name)
         finally:
             self._builds.pop(name, None)
             build.done.set()

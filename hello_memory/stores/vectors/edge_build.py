@@ -16,8 +16,9 @@ child process, on a copy of the collection's shard:
 A crash at any point leaves a complete shard: before step 3's first rename the live ``shard`` is
 untouched (a stale ``shard.building`` is removed on the next load); between the two renames only
 ``shard.old`` exists and the next load renames it back; after the second, ``shard`` holds every
-write. A failed build is logged and forgotten (the collection stays as it was; the next trigger tries
-again). The child runs at a lower priority (nice +10), like the embedder's passage work.
+write. A failed build is logged and forgotten (the collection stays as it was); the store does not
+try again for that collection until it is next opened (a failing build would otherwise repeat at
+once). The child runs at a lower priority (nice +10), like the embedder's passage work.
 """
 
 from __future__ import annotations
@@ -82,24 +83,30 @@ def start(collection_dir: Path, shard_dir_name: str, shard: Any, dimension: int,
 
 def complete(
     build: Build, name: str, shards: dict[str, Any], lock: Any, closed: Callable[[], bool]
-) -> None:
+) -> bool:
     """Run steps 2 and 3 of ``build`` (a background thread): the child, then the swap under ``lock``.
 
     ``shards`` is the store's map of open shards: the swapped-in shard replaces the live one; after a
-    failed swap the entry is dropped, so the next use loads the one complete shard from disk.
+    failed swap the entry is dropped, so the next use loads the one complete shard from disk. Returns
+    whether the built shard was swapped in.
     """
     built = build.run_child()
     with lock:
         if not built or closed() or shards.get(name) is None:
             build.cancel()
-            return
+            return False
+        live = shards[name]
         try:
-            shards[name] = build.finish(shards[name], lambda p: qe.EdgeShard.load(str(p)))
+            shards[name] = build.finish(live, lambda p: qe.EdgeShard.load(str(p)))
             logger.info("index of %s built in the background", name)
+            return True
         except Exception as e:  # the next load finds one complete shard (recover)
             logger.warning("index build of %s not swapped in: %s", name, e)
+            with contextlib.suppress(Exception):  # still open when the replay failed: release its WAL lock
+                live.close()
             shards.pop(name, None)
             build.cancel()
+            return False
 
 
 def due(shard: Any, threshold: int) -> bool:

@@ -28,14 +28,20 @@ def _indexed(store: QdrantEdgeVectorStore, name: str) -> int:
     return int(shard.info().indexed_vectors_count or 0)
 
 
-def test_the_graph_is_built_in_the_background_and_writes_made_meanwhile_survive(tmp_path, monkeypatch):
-    # the child waits a second before building, so the writes below land while it runs
-    monkeypatch.setattr(edge_build, "_CHILD", "import time; time.sleep(1)\n" + edge_build._CHILD)
-    rng = np.random.default_rng(1)
+def _building(tmp_path, monkeypatch, seed: int, n: int = 1000, delay: float = 1.0):
+    """A store whose first ``n`` points start a build; the child waits ``delay`` s before building, so
+    what the test does next happens while it runs."""
+    monkeypatch.setattr(edge_build, "_CHILD", f"import time; time.sleep({delay})\n" + edge_build._CHILD)
+    rng = np.random.default_rng(seed)
     store = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=1000)
     store.ensure_collection("m", DIM, embedder="fake")
-    first = _points(rng, 1000)
-    store.upsert("m", first)  # crosses the threshold: the build starts
+    pts = _points(rng, n)
+    store.upsert("m", pts)
+    return store, rng, pts
+
+
+def test_the_graph_is_built_in_the_background_and_writes_made_meanwhile_survive(tmp_path, monkeypatch):
+    store, rng, first = _building(tmp_path, monkeypatch, seed=1)  # crosses the threshold: the build starts
     assert "m" in store._builds
     # while the child builds: searches, new points, deletions, an update (new payload), a filtered delete
     later = _points(rng, 300)
@@ -89,6 +95,8 @@ def test_a_failed_child_leaves_the_collection_as_it_was(tmp_path, monkeypatch):
     store.upsert("m", pts)
     assert store.wait_for_index("m", timeout=60)
     assert _indexed(store, "m") == 0 and set(store.ids("m")) == {p.id for p in pts}
+    store.upsert("m", _points(rng, 1000))  # not tried again by this store
+    assert "m" not in store._builds
     assert not (tmp_path / "v" / "m" / edge_build.BUILDING).exists()
     store.close()
 
@@ -126,12 +134,7 @@ def test_no_build_below_the_threshold_or_when_switched_off(tmp_path):
 def test_searches_running_through_the_swap_never_fail(tmp_path, monkeypatch):
     import threading
 
-    monkeypatch.setattr(edge_build, "_CHILD", "import time; time.sleep(0.5)\n" + edge_build._CHILD)
-    rng = np.random.default_rng(6)
-    store = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=1000)
-    store.ensure_collection("m", DIM, embedder="fake")
-    pts = _points(rng, 1000)
-    store.upsert("m", pts)
+    store, _, pts = _building(tmp_path, monkeypatch, seed=6, delay=0.5)
     build = store._builds["m"]
     errors: list[BaseException] = []
     found = [0]
@@ -187,3 +190,22 @@ def test_a_rebuild_waits_for_a_tenth_of_the_collection():
     assert not edge_build.due(Shard(19_999, 0), 20_000)
     assert not edge_build.due(Shard(1_000_000, 900_001), 20_000)  # 99,999 outside: under a tenth
     assert edge_build.due(Shard(1_000_000, 900_000), 20_000)
+
+
+def test_a_replay_that_fails_leaves_the_live_collection_whole_and_usable(tmp_path, monkeypatch):
+    store, rng, pts = _building(tmp_path, monkeypatch, seed=8, delay=0.5)
+    more = _points(rng, 10)
+    store.upsert("m", more)  # written during the build: the replay would carry them
+
+    def broken(live, built, ids):
+        raise RuntimeError("disk error during the replay")
+
+    monkeypatch.setattr(edge_build, "_replay", broken)
+    assert store.wait_for_index("m", timeout=120)
+    assert set(store.ids("m")) == {p.id for p in pts + more}  # reloaded from the untouched live shard
+    store.upsert("m", _points(rng, 5))  # and still writable: the old shard's WAL lock was released
+    assert store.count("m") == 1015 and _indexed(store, "m") == 0
+    # the failed build is not retried by this store (it would fail again at once): nothing left over
+    assert "m" not in store._builds
+    assert not (tmp_path / "v" / "m" / edge_build.BUILDING).exists()
+    store.close()
