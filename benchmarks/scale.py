@@ -111,14 +111,21 @@ def _rss_mb() -> float:
 
 
 def measure_size(
-    config: str, size: int, queries: int, cache: Path | None, profile: Path | None = None, index: bool = False
+    config: str,
+    size: int,
+    queries: int,
+    cache: Path | None,
+    profile: Path | None = None,
+    index: bool = False,
+    keep: Path | None = None,
 ) -> Iterator[SizeStages]:
     """Build one user's ``size`` memories, then time ``queries`` searches stage by stage; with
     ``index``, build the HNSW graph and time them again (a second row, same corpus). Rows are
-    yielded as they are measured."""
-    with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp)
-        built = round(build(home, config, 1, size, cache), 1)
+    yielded as they are measured. ``keep``: build in (or reuse the store already built in) this
+    directory (a reused store reports build seconds 0)."""
+    with contextlib.ExitStack() as stack:
+        home = keep / f"{config}-1x{size}" if keep else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        built = _built(home, config, 1, size, cache) or 0.0
         mm = open_memory(home, config)
         try:
             row = _time_searches(mm, config, size, queries, profile)
@@ -264,7 +271,7 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     ap.add_argument("--tenants", default="", help="UxM: U users with M memories each in one store")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--embed-cache", type=Path, help="e5 embedding cache directory (template vectors)")
-    ap.add_argument("--keep", type=Path, help="--tenants: build the stores here, reuse them when already built")
+    ap.add_argument("--keep", type=Path, help="build the stores here, reuse them when already built")
     ap.add_argument("--index", action="store_true", help="also measure each size with the HNSW graph built")
     ap.add_argument("--profile", type=Path, help="directory for cProfile files of each size's searches")
     ap.add_argument("--json", type=Path)
@@ -276,7 +283,9 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     configs = [c for c in args.configs.split(",") if c]
     for size in (int(s) for s in args.sizes.split(",") if s):
         for config in configs:
-            for row in measure_size(config, size, args.queries, args.embed_cache, args.profile, args.index):
+            for row in measure_size(
+                config, size, args.queries, args.embed_cache, args.profile, args.index, args.keep
+            ):
                 report.sizes.append(row)
                 say(f"{row.config} @ {size}: {row.search_ms} (load {row.load_avg})")
                 _write(report, args)  # a long run leaves what it has measured so far

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from hello_memory.core import MemoryCore, floor, semantic, working
+from hello_memory.core import MemoryCore, beside, floor, semantic, working
 from hello_memory.core.relevance import (
     Relevance,
     dense_floor,
@@ -181,9 +181,15 @@ def _vector_tiers(
     judged: bool = True,
 ) -> list[_Light]:
     n = max(limit * core.settings.candidate_multiplier, MIN_CANDIDATES)
-    qvec = core.embedder.embed([query], kind="query")[0]
     terms = lexical_tokens(query)
-    dense, lexical = _candidates(core, qvec, terms, user_id, types, n, session_id, window, named_times)
+    # A query that names a time ("two weeks ago") also draws candidates from that time: the
+    # memories it means may share few words with it. The phrase stays in the lexical query: memories
+    # say "last weekend" too, and keeping it found slightly more evidence (see BENCHMARKS.md).
+    scopes = [window] + ([w] if (w := _named_window(named_times, window)) else [])
+    lexical_found = beside.start(lambda: _lexical(core, terms, user_id, types, n, session_id, scopes))
+    qvec = core.embedder.embed([query], kind="query")[0]  # the lexical read runs meanwhile
+    dense = _dense(core, qvec, user_id, types, n, session_id, scopes)
+    lexical = lexical_found()
     hops = semantic.entity_hops(core.graph, user_id, query) if MemoryType.SEMANTIC in types else {}
     via_graph = semantic.graph_candidates(core.graph, user_id, hops) if hops else []
     rows = core.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)
@@ -200,39 +206,43 @@ def _vector_tiers(
     return out
 
 
-def _candidates(
+def _dense(
     core: MemoryCore,
     qvec: np.ndarray,
+    user_id: str,
+    types: Sequence[MemoryType],
+    n: int,
+    session_id: str | None,
+    scopes: Sequence[tuple[float | None, float | None] | None],
+) -> dict[str, float]:
+    """Raw cosines of the dense candidates of every scope (a memory's best)."""
+    dense: dict[str, float] = {}
+    for scope in scopes:
+        found = core.dense.search(user_id, qvec, types, limit=n, session_id=session_id, window=scope)
+        for mid, score in found.items():
+            dense[mid] = max(score, dense.get(mid, -1.0))
+    return dense
+
+
+def _lexical(
+    core: MemoryCore,
     terms: list[str],
     user_id: str,
     types: Sequence[MemoryType],
     n: int,
     session_id: str | None,
-    window: tuple[float | None, float | None] | None,
-    named_times: Sequence[TimeWindow],
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Raw cosines and raw BM25 of the dense and lexical candidates."""
-    # A query that names a time ("two weeks ago") also draws candidates from that time: the
-    # memories it means may share few words with it. The phrase stays in the lexical query: memories
-    # say "last weekend" too, and keeping it found slightly more evidence (see BENCHMARKS.md).
-    windows = [window] + ([w] if (w := _named_window(named_times, window)) else [])
-    dense: dict[str, float] = {}
+    scopes: Sequence[tuple[float | None, float | None] | None],
+) -> dict[str, float]:
+    """Raw BM25 of the lexical candidates of every scope (none when fusion is dense only)."""
     lexical: dict[str, float] = {}
-    for scope in windows:
-        found_dense = core.dense.search(user_id, qvec, types, limit=n, session_id=session_id, window=scope)
-        for mid, score in found_dense.items():
-            dense[mid] = max(score, dense.get(mid, -1.0))
-        if core.settings.fusion != "dense":
-            found = core.records.lexical_search(
-                user_id,
-                terms,
-                types=[t.value for t in types],
-                limit=n,
-                session_id=session_id,
-                time_range=scope,
-            )
-            lexical.update(found)
-    return dense, lexical
+    if core.settings.fusion == "dense":
+        return lexical
+    for scope in scopes:
+        found = core.records.lexical_search(
+            user_id, terms, types=[t.value for t in types], limit=n, session_id=session_id, time_range=scope
+        )
+        lexical.update(found)
+    return lexical
 
 
 def _relevance(
