@@ -54,7 +54,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from hello_memory.language._timerules import RULES
+from hello_memory.language._timerules import RULES, Rule
+
+
+def _rules_by_word(ahead_only: bool) -> dict[str, tuple[int, ...]]:
+    """Each word a rule needs → the positions (in :data:`RULES`) of the rules that need it."""
+    out: dict[str, list[int]] = {}
+    for i, rule in enumerate(RULES):
+        if rule.ahead or not ahead_only:
+            for word in rule.needs:
+                out.setdefault(word, []).append(i)
+    return {word: tuple(ids) for word, ids in out.items()}
+
+
+_BY_WORD = {ahead_only: _rules_by_word(ahead_only) for ahead_only in (False, True)}
+
+
+def _rules_for(lowered: str, ahead_only: bool) -> list[Rule]:
+    """The rules whose needed words ``lowered`` holds, in :data:`RULES` order (a text is scanned by
+    each needed word once, not once per rule that needs it: memories are scanned per search)."""
+    ids = {i for word, rules in _BY_WORD[ahead_only].items() if word in lowered for i in rules}
+    return [RULES[i] for i in sorted(ids)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +153,7 @@ def time_windows(query: str, reference: datetime, *, ahead_only: bool = False) -
     found: list[TimeWindow] = []
     taken: list[tuple[int, int]] = []
     lowered = query.lower()
-    for rule in RULES:
-        if (ahead_only and not rule.ahead) or not any(word in lowered for word in rule.needs):
-            continue
+    for rule in _rules_for(lowered, ahead_only):
         for m in rule.pattern.finditer(query):
             a, b = m.span()
             a += len(m.group()) - len(m.group().lstrip())
