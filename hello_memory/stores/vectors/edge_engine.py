@@ -72,10 +72,20 @@ def edge_filter(compiled: CompiledFilter) -> qe.Filter:
     return translate(compiled, _EdgeFilters())
 
 
+TENANT_KEY = "user_id"
+
+
 def ensure_indexes(shard: qe.EdgeShard, before_write: Callable[[], None] | None = None) -> None:
-    """Create the payload indexes the shard lacks (idempotent, cheap when present)."""
+    """Create the payload indexes the shard lacks (idempotent, cheap when present).
+
+    ``user_id`` is the tenant key, as on a Qdrant server (``is_tenant``): the engine keeps a user's
+    points together when it builds a segment, so a user's filtered search reads their points, not
+    pages shared with every other user's. A shard made before keeps its plain keyword index."""
     present = set(shard.info().payload_schema)
-    wanted = [(k, qe.PayloadSchemaType.Keyword) for k in KEYWORD_INDEX_KEYS]
+    wanted: list[tuple[str, Any]] = [
+        (k, qe.KeywordIndexParams(is_tenant=True) if k == TENANT_KEY else qe.PayloadSchemaType.Keyword)
+        for k in KEYWORD_INDEX_KEYS
+    ]
     wanted += [(k, qe.PayloadSchemaType.Float) for k in FLOAT_INDEX_KEYS]
     for key, schema in wanted:
         if key not in present:

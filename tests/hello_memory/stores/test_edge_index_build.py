@@ -209,3 +209,21 @@ def test_a_replay_that_fails_leaves_the_live_collection_whole_and_usable(tmp_pat
     assert "m" not in store._builds
     assert not (tmp_path / "v" / "m" / edge_build.BUILDING).exists()
     store.close()
+
+
+def test_user_id_is_the_tenant_key_before_and_after_a_build(tmp_path, monkeypatch):
+    """As on a Qdrant server: the user's points are kept together by the engine (is_tenant), and the
+    built shard keeps that index; each user's filtered search sees only their own points."""
+    store, rng, _ = _building(tmp_path, monkeypatch, seed=5, delay=0.0)
+    others = _points(rng, 200, user="other")
+    store.upsert("m", others)
+
+    def tenant_index() -> bool:
+        shard, _ = store._open("m")
+        return bool(shard.info().payload_schema["user_id"].params.is_tenant)
+
+    assert tenant_index()
+    assert store.wait_for_index("m", timeout=120) and tenant_index()
+    hits = store.search("m", others[0].vector, limit=50, where=Filter(equals={"user_id": "other"}))
+    assert hits[0].id == others[0].id and {h.payload["user_id"] for h in hits} == {"other"}
+    store.close()
