@@ -162,10 +162,17 @@ def _time_searches(mm: Any, label: str, size: int, queries: int, profile: Path |
 
 
 def measure_tenants(
-    config: str, users: int, per_user: int, queries: int, cache: Path | None, keep: Path | None = None
+    config: str,
+    users: int,
+    per_user: int,
+    queries: int,
+    cache: Path | None,
+    keep: Path | None = None,
+    index: bool = False,
 ) -> TenantResult:
     """``users`` × ``per_user`` in one store against one user with ``per_user``, searches interleaved
-    and timed stage by stage. ``keep``: build in (or reuse the stores already built in) this directory."""
+    and timed stage by stage. ``keep``: build in (or reuse the stores already built in) this directory.
+    ``index``: search once each store's background HNSW build is done (else while it may run)."""
     qs = synthetic_texts(queries, seed=QUERY_SEED)
     with contextlib.ExitStack() as stack:
         root = keep or Path(stack.enter_context(tempfile.TemporaryDirectory()))
@@ -174,6 +181,9 @@ def measure_tenants(
         _built(one, config, 1, per_user, cache)
         mm_many = stack.enter_context(contextlib.closing(open_memory(many, config)))
         mm_one = stack.enter_context(contextlib.closing(open_memory(one, config)))
+        if index:
+            for mm in (mm_many, mm_one):
+                build_index(mm)
         clock_many = stack.enter_context(stages.clocked(mm_many))
         clock_one = stack.enter_context(stages.clocked(mm_one))
         foreign = 0
@@ -293,7 +303,7 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
         users, per_user = _tenants(args.tenants)
         for config in configs:
             report.tenants.append(
-                measure_tenants(config, users, per_user, args.queries, args.embed_cache, args.keep)
+                measure_tenants(config, users, per_user, args.queries, args.embed_cache, args.keep, args.index)
             )
             say(f"{config} tenants {args.tenants}: {report.tenants[-1]}")
     print(_write(report, args))
