@@ -268,6 +268,17 @@ def plot(report: ScaleReport, out: Path) -> None:
     fig.savefig(out, dpi=120)
 
 
+def merged_sizes(paths: list[Path]) -> list[SizeStages]:
+    """The size rows of several ``--json`` reports (runs of different sizes), by configuration and size;
+    a later file's row replaces an earlier one of the same configuration and size."""
+    rows: dict[tuple[str, int], SizeStages] = {}
+    for path in paths:
+        for r in json.loads(path.read_text(encoding="utf-8"))["sizes"]:
+            row = SizeStages(**{**r, "load_avg": tuple(r.get("load_avg", ()))})
+            rows[(row.config, row.size)] = row
+    return [rows[k] for k in sorted(rows)]
+
+
 def _tenants(spec: str) -> tuple[int, int]:
     users, _, per_user = spec.lower().partition("x")
     return int(users), int(per_user)
@@ -287,9 +298,14 @@ def main(argv: list[str] | None = None, progress: Callable[[str], None] | None =
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--plot", type=Path)
+    ap.add_argument("--merge", type=Path, nargs="+", help="measure nothing: join the size rows of these --json files")
     args = ap.parse_args(argv)
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
     report = ScaleReport(machine={**machine(), "cpu": _cpu()})
+    if args.merge:
+        report.sizes = merged_sizes(args.merge)
+        print(_write(report, args))
+        return report
     configs = [c for c in args.configs.split(",") if c]
     for size in (int(s) for s in args.sizes.split(",") if s):
         for config in configs:

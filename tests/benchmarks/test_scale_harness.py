@@ -82,3 +82,12 @@ def test_serving_benchmark_reports_memory(tmp_path: Path, capsys):
     report = serving.main(["--home", str(home), "--config", "tfidf", "--users", "3", "--queries", "4"])
     assert {"rss_mb", "anon_mb", "file_mb"} <= set(report["after_searches"]) and report["search_ms"]["p50"] > 0
     assert serving.parse_size("2G") == 2 << 30 and serving.parse_size("512M") == 512 << 20
+
+
+def test_merge_joins_the_rows_of_several_runs(tmp_path: Path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    scale.main(["--sizes", "60", "--configs", "tfidf", "--queries", "2", "--json", str(a)], progress=lambda s: None)
+    scale.main(["--sizes", "90", "--configs", "tfidf", "--queries", "2", "--json", str(b)], progress=lambda s: None)
+    report = scale.main(["--merge", str(b), str(a), "--markdown", str(tmp_path / "m.md")], progress=lambda s: None)
+    assert [(r.config, r.size) for r in report.sizes] == [("tfidf", 60), ("tfidf", 90)]
+    assert "| tfidf | 90 |" in (tmp_path / "m.md").read_text(encoding="utf-8")
