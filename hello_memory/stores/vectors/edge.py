@@ -4,12 +4,10 @@ Layout under ``path``: one directory per collection holding ``collection.json`` 
 embedder, written atomically; its presence marks the collection as created) and ``shard/``, the
 Edge shard with cosine distance.
 
-Durability: every update is appended to the shard's write-ahead log before ``upsert`` returns,
-and the log is replayed on the next load, so a returned upsert survives the process being
-killed (SIGKILL, OOM). Surviving an OS crash or power cut needs ``flush()``, which fsyncs the
-shard's files: 0.1-0.6 s where an fsync costs ~7 ms, too slow per write. The store flushes once
-``flush_interval`` seconds of writes have passed, on ``close()``, and after every write with
-``flush_every_write=True``.
+Durability: every update is in the shard's write-ahead log (replayed on the next load) before
+``upsert`` returns, so it survives the process being killed. An OS crash or power cut needs
+``flush()`` (fsync, 0.1-0.6 s: too slow per write): done once ``flush_interval`` seconds of writes
+have passed, on ``close()``, and after every write with ``flush_every_write=True``.
 
 One process at a time: an open shard holds a lock on its WAL; a second opener gets
 :class:`~hello_memory.errors.StoreLockedError`.
@@ -17,9 +15,8 @@ One process at a time: an open shard holds a lock on its WAL; a second opener ge
 Search cost: a collection is searched exactly until its HNSW graph is built; the store builds it in
 the background once ``index_threshold`` points are outside it (:mod:`.edge_build`).
 
-Full disks: the engine writes through memory maps, where running out of space is a SIGBUS that kills
-the process. Every load, write and flush first checks the free space it may need and raises
-:class:`~hello_memory.errors.DiskFullError` instead (:mod:`hello_memory.stores.vectors.edge_space`).
+Full disks: the engine writes through memory maps (no space: SIGBUS), so every load, write and flush
+checks its free space first and raises :class:`~hello_memory.errors.DiskFullError` (:mod:`.edge_space`).
 """
 
 from __future__ import annotations
@@ -49,7 +46,9 @@ from hello_memory.stores.vectors.edge_engine import (
     engine_errors,
     ensure_indexes,
     read_meta,
+    search_params,
     to_edge_filter,
+    vector_params,
     write_meta,
 )
 from hello_memory.stores.vectors.edge_space import MIN_FREE_BYTES, DiskBudget
@@ -75,6 +74,8 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         min_free_bytes: free space a write asks for beyond its own size (see "Full disks" above).
         index_threshold: points outside a collection's HNSW graph that start a background build
             (see "Search cost" above); ``None`` never builds one.
+        compact: new collections keep indexed vectors as int8 in memory, float32 on disk
+            (:func:`.edge_engine.vector_params`); a collection keeps the layout it was created with.
 
     Example:
         >>> import tempfile, uuid, numpy as np
@@ -97,6 +98,7 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         flush_interval: float = 30.0,
         min_free_bytes: int = MIN_FREE_BYTES,
         index_threshold: int | None = INDEX_THRESHOLD,
+        compact: bool = False,
     ) -> None:
         self._path = Path(path)
         try:
@@ -112,6 +114,7 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         self._lock = threading.RLock()
         self._closed = False
         self._index_threshold = index_threshold
+        self._compact = compact
         self._builds: dict[str, edge_build.Build] = {}
         self._failed_builds: set[str] = set()  # not retried by this store (see edge_build)
         self._since_check: dict[str, int] = {}
@@ -262,12 +265,8 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
     def _nearest(
         self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None
     ) -> list[VectorHit]:
-        request = qe.QueryRequest(
-            limit=limit,
-            query=qe.Query.Nearest(query.tolist()),
-            filter=to_edge_filter(where),
-            with_payload=True,
-        )
+        nearest, params = qe.Query.Nearest(query.tolist()), search_params(self._meta(name))
+        request = qe.QueryRequest(limit, query=nearest, filter=to_edge_filter(where), with_payload=True, params=params)
         hits = self._reading(name, "search", lambda shard: shard.query(request))
         return [VectorHit(str(h.id), float(h.score), h.payload or {}) for h in hits]
 
@@ -338,7 +337,8 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         if shard_dir.exists():  # left by an interrupted create: no metadata, so never committed
             shutil.rmtree(shard_dir)
         cdir.mkdir(parents=True, exist_ok=True)
-        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=meta.dimension, distance=qe.Distance.Cosine))
+        meta = CollectionMeta(meta.dimension, meta.embedder, self._compact)
+        config = qe.EdgeConfig(vectors=vector_params(meta.dimension, meta.compact))
         self._budget.for_create()
         with engine_errors("create the shard", self._path):
             shard = qe.EdgeShard.create(str(shard_dir), config)
@@ -379,7 +379,8 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
         self._since_check[name] = 0
         if not edge_build.due(shard, self._index_threshold):
             return
-        build = edge_build.start(self._path / name, SHARD_DIR, shard, self._metas[name].dimension, self._budget)
+        meta = self._metas[name]
+        build = edge_build.start(self._path / name, SHARD_DIR, shard, meta.dimension, self._budget, meta.compact)
         if build is None:  # no room, or the copy failed: searched exactly until the next try
             return
         self._builds[name] = build

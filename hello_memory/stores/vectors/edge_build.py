@@ -45,12 +45,17 @@ OLD = "shard.old"
 # The child indexes every segment it is given (the engine's own size threshold off: the store decides
 # when a build is worth it), at a lower priority than the process that serves.
 _CHILD = (
-    "import os, sys, qdrant_edge as qe\n"
+    "import os, sys\n"
     "if hasattr(os, 'nice'): os.nice(10)\n"
-    "vectors = qe.EdgeVectorParams(size=int(sys.argv[2]), distance=qe.Distance.Cosine)\n"
+    "import qdrant_edge as qe\n"
+    "from hello_memory.stores.vectors.edge_engine import vector_params\n"
+    "vectors = vector_params(int(sys.argv[2]), sys.argv[3] == 'compact')\n"
     "config = qe.EdgeConfig(vectors=vectors, optimizers=qe.EdgeOptimizersConfig(indexing_threshold=1))\n"
     "s = qe.EdgeShard.load(sys.argv[1], config); s.optimize(); s.flush(); s.close()\n"
 )
+# The configuration a shard is loaded with replaces the one it was created with, so the child builds
+# the collection's own layout (mapped or compact); it imports it from this package, found here.
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[3])
 
 
 def recover(collection_dir: Path, shard_dir_name: str) -> None:
@@ -64,14 +69,18 @@ def recover(collection_dir: Path, shard_dir_name: str) -> None:
             shutil.rmtree(leftover, ignore_errors=True)
 
 
-def start(collection_dir: Path, shard_dir_name: str, shard: Any, dimension: int, budget: Any) -> Build | None:
+def start(
+    collection_dir: Path, shard_dir_name: str, shard: Any, dimension: int, budget: Any, compact: bool = False
+) -> Build | None:
     """Step 1 of a build (the caller holds the store's lock), or ``None`` when there is no room for it
     on the disk (the copy and the segments the build writes; ``budget`` is the store's ``DiskBudget``)."""
-    build = Build(collection_dir, shard_dir_name, dimension)
+    build = Build(collection_dir, shard_dir_name, dimension, compact)
     try:
         points = int(shard.count(qe.CountRequest(exact=True)))
         if not budget.room(budget.min_free + 3 * points * (4 * dimension + 1024)):
-            logger.warning("no room on the disk to build the index of %s; searched exactly", collection_dir.name)
+            logger.warning(
+                "no room on the disk to build the index of %s; searched exactly", collection_dir.name
+            )
             return None
         build.start_copy(shard)
     except Exception as e:  # the engine's errors are plain Exceptions; the write before this succeeded
@@ -81,9 +90,7 @@ def start(collection_dir: Path, shard_dir_name: str, shard: Any, dimension: int,
     return build
 
 
-def complete(
-    build: Build, name: str, shards: dict[str, Any], lock: Any, closed: Callable[[], bool]
-) -> bool:
+def complete(build: Build, name: str, shards: dict[str, Any], lock: Any, closed: Callable[[], bool]) -> bool:
     """Run steps 2 and 3 of ``build`` (a background thread): the child, then the swap under ``lock``.
 
     ``shards`` is the store's map of open shards: the swapped-in shard replaces the live one; after a
@@ -131,14 +138,18 @@ class Build:
         collection_dir: the collection's directory.
         shard_dir_name: the live shard's directory name inside it.
         dimension: the collection's vector dimension.
+        compact: the collection keeps its indexed vectors compact (``edge_engine.vector_params``).
 
     ``touched`` holds the ids written or deleted since the copy (the store adds to it under its lock).
     """
 
-    def __init__(self, collection_dir: Path, shard_dir_name: str, dimension: int) -> None:
+    def __init__(
+        self, collection_dir: Path, shard_dir_name: str, dimension: int, compact: bool = False
+    ) -> None:
         self.collection_dir = collection_dir
         self.shard_dir_name = shard_dir_name
         self.dimension = dimension
+        self.compact = compact
         self.touched: set[str] = set()
         self.done = threading.Event()
         self._child: subprocess.Popen[bytes] | None = None
@@ -158,10 +169,13 @@ class Build:
         """Step 2 (no lock held): optimize the copy in a child process; whether it succeeded."""
         if self._cancelled:
             return False
+        layout = "compact" if self.compact else "mapped"
+        path = os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
         self._child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(self.copy), str(self.dimension)],
+            [sys.executable, "-c", _CHILD, str(self.copy), str(self.dimension), layout],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": path},
         )
         try:
             _, err = self._child.communicate(timeout=timeout)

@@ -73,6 +73,34 @@ def edge_filter(compiled: CompiledFilter) -> qe.Filter:
 
 
 TENANT_KEY = "user_id"
+COMPACT_OVERSAMPLING = 2.0  # candidates re-scored with the original vectors, per result asked for
+
+
+def vector_params(dimension: int, compact: bool) -> qe.EdgeVectorParams:
+    """How a collection keeps its vectors.
+
+    Mapped (the default): the float32 vectors are memory-mapped and loaded into the page cache
+    when the shard opens (1.5 GB at 1M 384-d vectors), and the graph search reads them.
+    Compact: the engine keeps an int8 copy of each indexed vector in memory (a quarter of the size)
+    for the graph search and leaves the float32 vectors on disk, reading them only to re-score the
+    best candidates (:data:`COMPACT_OVERSAMPLING` per result): less resident memory, a few
+    milliseconds more per search (BENCHMARKS.md "Scale"). Vectors not yet in the graph are
+    searched as float32 either way.
+    """
+    if not compact:
+        return qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)
+    int8 = qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, memory=qe.Memory.Pinned)
+    return qe.EdgeVectorParams(
+        size=dimension, distance=qe.Distance.Cosine, memory=qe.Memory.Cold, quantization_config=int8
+    )
+
+
+def search_params(meta: CollectionMeta) -> qe.SearchParams | None:
+    """A compact collection's searches re-score their int8 candidates with the original vectors."""
+    if not meta.compact:
+        return None
+    rescore = qe.QuantizationSearchParams(rescore=True, oversampling=COMPACT_OVERSAMPLING)
+    return qe.SearchParams(quantization=rescore)
 
 
 def ensure_indexes(shard: qe.EdgeShard, before_write: Callable[[], None] | None = None) -> None:
@@ -99,7 +127,7 @@ def read_meta(collection_dir: Path) -> CollectionMeta | None:
     path = collection_dir / META_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return CollectionMeta(int(data["dimension"]), str(data["embedder"]))
+        return CollectionMeta(int(data["dimension"]), str(data["embedder"]), bool(data.get("compact", False)))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as e:

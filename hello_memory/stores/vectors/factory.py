@@ -36,4 +36,4 @@ def open_vector_store(settings: Settings) -> VectorStore:
         )
     from hello_memory.stores.vectors.edge import QdrantEdgeVectorStore
 
-    return QdrantEdgeVectorStore(settings.home / "vectors")
+    return QdrantEdgeVectorStore(settings.home / "vectors", compact=settings.vector_memory == "compact")

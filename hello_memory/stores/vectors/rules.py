@@ -42,10 +42,13 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 @dataclass(frozen=True, slots=True)
 class CollectionMeta:
-    """What a collection records about itself: vector length and the embedder that filled it."""
+    """What a collection records about itself: vector length, the embedder that filled it, and (the
+    embedded store) whether its indexed vectors are kept compact (int8 in memory, see
+    :func:`hello_memory.stores.vectors.edge_engine.vector_params`)."""
 
     dimension: int
     embedder: str
+    compact: bool = False
 
     def check(self, collection: str, dimension: int, embedder: str) -> None:
         """Raise if a caller's ``dimension``/``embedder`` differ from the recorded ones."""
@@ -56,7 +59,10 @@ class CollectionMeta:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form stored next to (or on) the collection."""
-        return {"dimension": self.dimension, "embedder": self.embedder}
+        out: dict[str, Any] = {"dimension": self.dimension, "embedder": self.embedder}
+        if self.compact:  # absent means mapped: files written before the option read the same
+            out["compact"] = True
+        return out
 
 
 def check_collection_args(name: str, dimension: int, embedder: str) -> None:

@@ -227,3 +227,27 @@ def test_user_id_is_the_tenant_key_before_and_after_a_build(tmp_path, monkeypatc
     hits = store.search("m", others[0].vector, limit=50, where=Filter(equals={"user_id": "other"}))
     assert hits[0].id == others[0].id and {h.payload["user_id"] for h in hits} == {"other"}
     store.close()
+
+
+def test_a_compact_collection_keeps_its_layout_through_a_build_and_a_reopen(tmp_path, monkeypatch):
+    """compact: the build makes int8 copies of the indexed vectors (the child builds the collection's
+    own layout, not the default one); searches re-score with the float32 vectors, so a point is
+    found by its own vector with its exact score; a store opened without the option keeps it."""
+    monkeypatch.setattr(edge_build, "_CHILD", edge_build._CHILD)
+    rng = np.random.default_rng(9)
+    store = QdrantEdgeVectorStore(tmp_path / "v", index_threshold=1000, compact=True)
+    store.ensure_collection("m", DIM, embedder="fake")
+    pts = _points(rng, 1200)
+    store.upsert("m", pts)
+    assert store.wait_for_index("m", timeout=120) and _indexed(store, "m") >= 1000
+    segments = tmp_path / "v" / "m" / SHARD_DIR / "segments"
+    assert list(segments.glob("*/vector_storage/quantized.data"))  # the int8 copies exist
+    for p in pts[:30]:
+        hit = store.search("m", p.vector, limit=1)[0]
+        assert hit.id == p.id and abs(hit.score - 1.0) < 1e-5  # re-scored: the exact cosine
+    store.close()
+    reopened = QdrantEdgeVectorStore(tmp_path / "v")  # default layout for new collections only
+    assert reopened._meta("m").compact and reopened.search("m", pts[5].vector, limit=1)[0].id == pts[5].id
+    reopened.ensure_collection("other", DIM, embedder="fake")
+    assert not reopened._meta("other").compact
+    reopened.close()
