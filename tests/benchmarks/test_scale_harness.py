@@ -1,6 +1,7 @@
 """The scale harness (issue 25) runs end to end at a small size, so it never rots: correctness only,
 never timing (figures belong in BENCHMARKS.md)."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -91,3 +92,22 @@ def test_merge_joins_the_rows_of_several_runs(tmp_path: Path):
     report = scale.main(["--merge", str(b), str(a), "--markdown", str(tmp_path / "m.md")], progress=lambda s: None)
     assert [(r.config, r.size) for r in report.sizes] == [("tfidf", 60), ("tfidf", 90)]
     assert "| tfidf | 90 |" in (tmp_path / "m.md").read_text(encoding="utf-8")
+
+
+def test_vector_layout_convert_and_search(tmp_path: Path):
+    from benchmarks import vector_layout
+
+    home = tmp_path / "one"
+    scale.build(home, "tfidf", 1, 300)
+    dim = int(json.loads((home / "vectors" / "memories" / "collection.json").read_text())["dimension"])
+    out = tmp_path / "layouts" / "compact"
+    made = vector_layout.convert(home, out, "compact")
+    assert made["points"] == 300
+    plain = tmp_path / "layouts" / "plain"
+    vector_layout.convert(home, plain, "mapped")
+    rng = np.random.default_rng(0)
+    for seed in (scale.QUERY_SEED, scale.QUERY_SEED + 1):  # stand-in query vectors (no e5 in this test)
+        np.save(out.parent / f"queries-{seed}-3.npy", rng.standard_normal((3, dim)).astype(np.float32))
+    report = vector_layout.search(out, 3, cold=True, exact_from=plain)
+    assert report["layout"] == "compact" and report["first"]["p50"] > 0
+    assert report["top10_equal_share"] > 0.5  # re-scored with the float32 vectors
