@@ -312,6 +312,15 @@ class VectorStoreContract:
         assert len(hits) == 2 and hits[0].score >= hits[1].score
         assert {h.payload["user_id"] for h in hits} == {"alice"}
 
+    def test_search_without_payloads_finds_the_same_hits(
+        self, store: VectorStore, coll: str, named: dict[str, str]
+    ) -> None:
+        query, alice = np.ones(DIM, np.float32), Filter(equals={"user_id": "alice"})
+        full = store.search(coll, query, limit=5, where=alice)
+        bare = store.search(coll, query, limit=5, where=alice, with_payload=False)
+        assert [(h.id, round(h.score, 5)) for h in bare] == [(h.id, round(h.score, 5)) for h in full]
+        assert full and all(h.payload for h in full) and all(h.payload == {} for h in bare)
+
     def test_filters_reject_bad_keys_and_values(self, store: VectorStore, coll: str) -> None:
         for where in (
             Filter(equals={"a.b": 1}),

@@ -84,7 +84,7 @@ class IndexDense(DenseIndex):
             # which costs qdrant a payload check per point when one user holds most of them.
             held = collection_tiers(collection)
             where = _filter(user, None if held <= set(tier_types) else tier_types, session, window)
-            for hit in self._vectors.search(collection, qvec, limit=limit, where=where):
+            for hit in self._vectors.search(collection, qvec, limit=limit, where=where, with_payload=False):
                 dense[hit.id] = max(hit.score, dense.get(hit.id, -1.0))
         return dense
 

@@ -90,13 +90,15 @@ class VectorStoreAdapter(StoreAdapter):
         *,
         limit: int,
         where: Filter | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
-        """Nearest neighbours by cosine similarity, at most ``limit``, best first."""
+        """Nearest neighbours by cosine similarity, at most ``limit``, best first (payloads empty
+        unless ``with_payload``)."""
         compiled = compile_filter(where)
         query = unit_vector(collection, vector, self._meta(collection).dimension)
         if check_limit(limit) == 0:
             return []
-        return self._nearest(collection, query, limit, compiled)
+        return self._nearest(collection, query, limit, compiled, with_payload)
 
     def get(self, collection: str, ids: Sequence[str], *, with_vectors: bool = False) -> list[VectorPoint]:
         """Points by id, in no particular order (absent ids are skipped); vectors come back L2-normalised."""
@@ -157,9 +159,10 @@ class VectorStoreAdapter(StoreAdapter):
 
     @abstractmethod
     def _nearest(
-        self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None
+        self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None, with_payload: bool
     ) -> list[VectorHit]:
-        """The ``limit`` (> 0) points nearest to the unit vector ``query``, best first."""
+        """The ``limit`` (> 0) points nearest to the unit vector ``query``, best first (payloads
+        read only ``with_payload``)."""
 
     @abstractmethod
     def _fetch(self, name: str, ids: list[str], with_vectors: bool) -> list[VectorPoint]:

@@ -263,10 +263,11 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
             return n
 
     def _nearest(
-        self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None
+        self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None, with_payload: bool
     ) -> list[VectorHit]:
         nearest, params = qe.Query.Nearest(query.tolist()), search_params(self._meta(name))
-        request = qe.QueryRequest(limit, query=nearest, filter=to_edge_filter(where), with_payload=True, params=params)
+        where_edge = to_edge_filter(where)
+        request = qe.QueryRequest(limit, query=nearest, filter=where_edge, with_payload=with_payload, params=params)
         hits = self._reading(name, "search", lambda shard: shard.query(request))
         return [VectorHit(str(h.id), float(h.score), h.payload or {}) for h in hits]
 

@@ -130,7 +130,7 @@ class InMemoryVectorStore(VectorStoreAdapter):
             return len(doomed)
 
     def _nearest(
-        self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None
+        self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None, with_payload: bool
     ) -> list[VectorHit]:
         """Exact: every point is scored."""
         with self._lock:
@@ -142,7 +142,8 @@ class InMemoryVectorStore(VectorStoreAdapter):
             k = min(limit, len(ids))
             top = np.argpartition(-scores, k - 1)[:k] if 0 < k < len(ids) else np.arange(k)
             order = [i for i in top[np.argsort(-scores[top], kind="stable")] if np.isfinite(scores[i])]
-            return [VectorHit(ids[k], float(scores[k]), copy.deepcopy(coll.payloads[ids[k]])) for k in order]
+            kept = (copy.deepcopy(coll.payloads[ids[k]]) if with_payload else {} for k in order)
+            return [VectorHit(ids[k], float(scores[k]), payload) for k, payload in zip(order, kept, strict=True)]
 
     def _fetch(self, name: str, ids: list[str], with_vectors: bool) -> list[VectorPoint]:
         with self._lock:

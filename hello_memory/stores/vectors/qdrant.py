@@ -176,7 +176,7 @@ class QdrantVectorStore(VectorStoreAdapter):
         return n
 
     def _nearest(
-        self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None
+        self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None, with_payload: bool
     ) -> list[VectorHit]:
         response = self._conn.call(
             "search",
@@ -185,7 +185,7 @@ class QdrantVectorStore(VectorStoreAdapter):
             query=query.tolist(),
             query_filter=to_qdrant_filter(where),
             limit=limit,
-            with_payload=True,
+            with_payload=with_payload,
         )
         return [VectorHit(str(p.id), float(p.score), p.payload or {}) for p in response.points]
 
