@@ -12,7 +12,7 @@ Usage::
 ``convert`` reads every point (vector and payload) of ``HOME/vectors/memories/shard`` into a new
 shard made with :func:`hello_memory.stores.vectors.edge_engine.vector_params` (``mapped`` or
 ``compact``) and the product's payload indexes, then builds its graph in process. ``search`` asks
-the user's filtered nearest 50 for ``--queries`` e5 query vectors of :mod:`benchmarks.speed`'s
+the user's filtered nearest 50 (ids and scores, as the product asks) for ``--queries`` e5 query vectors of :mod:`benchmarks.speed`'s
 queries (embedded once, cached next to the shard), with the product's search parameters for the
 layout; ``--cold`` evicts the shard's files from the page cache first (``posix_fadvise``). Three
 passes: the queries (first touch), the same again, and as many new ones. With ``--exact-from``,
@@ -119,7 +119,7 @@ def search(shard: Path, queries: int, cold: bool, exact_from: Path | None) -> di
         times = []
         for v in vectors:
             request = qe.QueryRequest(
-                50, query=qe.Query.Nearest(v.tolist()), filter=where, with_payload=True, params=params
+                50, query=qe.Query.Nearest(v.tolist()), filter=where, with_payload=False, params=params
             )
             t = time.perf_counter()
             hits = edge.query(request)

@@ -90,8 +90,9 @@ def vector_params(dimension: int, compact: bool) -> qe.EdgeVectorParams:
     if not compact:
         return qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)
     int8 = qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, memory=qe.Memory.Pinned)
+    graph = qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000, memory=qe.Memory.Pinned)
     return qe.EdgeVectorParams(
-        size=dimension, distance=qe.Distance.Cosine, memory=qe.Memory.Cold, quantization_config=int8
+        size=dimension, distance=qe.Distance.Cosine, memory=qe.Memory.Cold, quantization_config=int8, hnsw_config=graph
     )
 
 
