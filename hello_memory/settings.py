@@ -203,8 +203,8 @@ class Settings(ExplainedSettings):
         default="mapped",
         description="embedded index only, for collections it creates: mapped (float32 vectors memory-mapped "
         "and searched as they are) or compact (an int8 copy in memory for the graph search, float32 read "
-        "from disk to re-score the best: about 0.8 GB less resident memory at 1M memories, a few ms more "
-        "per search)",
+        "from disk to re-score the best: about 0.9 GB less resident memory at 1M memories, scores below "
+        "the top can differ slightly)",
     )
 
     # graph
