@@ -12,8 +12,9 @@ Usage::
 ``convert`` reads every point (vector and payload) of ``HOME/vectors/memories/shard`` into a new
 shard made with :func:`hello_memory.stores.vectors.edge_engine.vector_params` (``mapped`` or
 ``compact``) and the product's payload indexes, then builds its graph in process. ``search`` asks
-the user's filtered nearest 50 (ids and scores, as the product asks) for ``--queries`` e5 query vectors of :mod:`benchmarks.speed`'s
-queries (embedded once, cached next to the shard), with the product's search parameters for the
+the user's filtered nearest 50 (ids and scores, as the product asks) for ``--queries`` e5 query
+vectors of :mod:`benchmarks.speed`'s queries (embedded once, cached next to the shard), with the
+product's search parameters for the
 layout; ``--cold`` evicts the shard's files from the page cache first (``posix_fadvise``). Three
 passes: the queries (first touch), the same again, and as many new ones. With ``--exact-from``,
 the top-10 scores are compared with exact search on that (mapped) shard.
