@@ -419,9 +419,10 @@ def test_type_condition_only_when_a_collection_holds_other_tiers(manager, monkey
     seen = []
     search = manager.bundle.vectors.search
 
-    def spy(collection, vector, *, limit, where=None):
+    def spy(collection, vector, *, limit, where=None, with_payload=True):
         seen.append((collection, dict(where.equals)))
-        return search(collection, vector, limit=limit, where=where)
+        assert with_payload is False  # the dense search needs ids and scores only
+        return search(collection, vector, limit=limit, where=where, with_payload=with_payload)
 
     monkeypatch.setattr(manager.bundle.vectors, "search", spy)
     # 60 semantic near-duplicates outnumber the 50 candidates: only a type condition finds the episodic ones.
