@@ -186,9 +186,10 @@ def _vector_tiers(
     # memories it means may share few words with it. The phrase stays in the lexical query: memories
     # say "last weekend" too, and keeping it found slightly more evidence (see BENCHMARKS.md).
     scopes = [window] + ([w] if (w := _named_window(named_times, window)) else [])
-    lexical_found = beside.start(lambda: _lexical(core, terms, user_id, types, n, session_id, scopes))
+    asked = _Asked(user_id, types, n, session_id, scopes)
+    lexical_found = beside.start(lambda: _lexical(core, terms, asked))
     qvec = core.embedder.embed([query], kind="query")[0]  # the lexical read runs meanwhile
-    dense = _dense(core, qvec, user_id, types, n, session_id, scopes)
+    dense = _dense(core, qvec, asked)
     lexical = lexical_found()
     hops = semantic.entity_hops(core.graph, user_id, query) if MemoryType.SEMANTIC in types else {}
     via_graph = semantic.graph_candidates(core.graph, user_id, hops) if hops else []
@@ -206,42 +207,41 @@ def _vector_tiers(
     return out
 
 
-def _dense(
-    core: MemoryCore,
-    qvec: np.ndarray,
-    user_id: str,
-    types: Sequence[MemoryType],
-    n: int,
-    session_id: str | None,
-    scopes: Sequence[tuple[float | None, float | None] | None],
-) -> dict[str, float]:
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """What both candidate sources are asked: ``n`` of the user's memories of ``types`` per scope."""
+
+    user_id: str
+    types: Sequence[MemoryType]
+    n: int
+    session_id: str | None
+    scopes: Sequence[tuple[float | None, float | None] | None]
+
+
+def _dense(core: MemoryCore, qvec: np.ndarray, asked: _Asked) -> dict[str, float]:
     """Raw cosines of the dense candidates of every scope (a memory's best)."""
     dense: dict[str, float] = {}
-    for scope in scopes:
-        found = core.dense.search(user_id, qvec, types, limit=n, session_id=session_id, window=scope)
+    for scope in asked.scopes:
+        found = core.dense.search(
+            asked.user_id, qvec, asked.types, limit=asked.n, session_id=asked.session_id, window=scope
+        )
         for mid, score in found.items():
             dense[mid] = max(score, dense.get(mid, -1.0))
     return dense
 
 
-def _lexical(
-    core: MemoryCore,
-    terms: list[str],
-    user_id: str,
-    types: Sequence[MemoryType],
-    n: int,
-    session_id: str | None,
-    scopes: Sequence[tuple[float | None, float | None] | None],
-) -> dict[str, float]:
+def _lexical(core: MemoryCore, terms: list[str], asked: _Asked) -> dict[str, float]:
     """Raw BM25 of the lexical candidates of every scope (none when fusion is dense only)."""
     lexical: dict[str, float] = {}
     if core.settings.fusion == "dense":
         return lexical
-    for scope in scopes:
-        found = core.records.lexical_search(
-            user_id, terms, types=[t.value for t in types], limit=n, session_id=session_id, time_range=scope
+    types = [t.value for t in asked.types]
+    for scope in asked.scopes:
+        lexical.update(
+            core.records.lexical_search(
+                asked.user_id, terms, types=types, limit=asked.n, session_id=asked.session_id, time_range=scope
+            )
         )
-        lexical.update(found)
     return lexical
 
 

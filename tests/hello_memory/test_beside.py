@@ -3,6 +3,8 @@ surface in the search, and a busy pool never makes a search wait for a worker.""
 
 from __future__ import annotations
 
+import os
+import select
 import threading
 from pathlib import Path
 
@@ -72,3 +74,23 @@ def test_a_failing_lexical_read_fails_the_search(tmp_path: Path, monkeypatch: py
             mm.search("launch", limit=5)
     finally:
         mm.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_forked_child_gets_a_pool_of_its_own():
+    """The parent's pool threads do not survive a fork: the child must neither hang nor lose the call."""
+    assert beside.start(lambda: 1)() == 1  # the parent's pool exists (and has idle workers)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report the result, or nothing if it hangs (the parent's wait times out)
+        try:
+            os.write(write, str(beside.start(lambda: 6 * 7)()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], 30)
+        assert ready and os.read(read, 16) == b"42"
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
