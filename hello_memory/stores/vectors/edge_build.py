@@ -78,9 +78,7 @@ def start(
     try:
         points = int(shard.count(qe.CountRequest(exact=True)))
         if not budget.room(budget.min_free + 3 * points * (4 * dimension + 1024)):
-            logger.warning(
-                "no room on the disk to build the index of %s; searched exactly", collection_dir.name
-            )
+            logger.warning("no room on the disk to build the index of %s; searched exactly", collection_dir.name)
             return None
         build.start_copy(shard)
     except Exception as e:  # the engine's errors are plain Exceptions; the write before this succeeded
@@ -143,9 +141,7 @@ class Build:
     ``touched`` holds the ids written or deleted since the copy (the store adds to it under its lock).
     """
 
-    def __init__(
-        self, collection_dir: Path, shard_dir_name: str, dimension: int, compact: bool = False
-    ) -> None:
+    def __init__(self, collection_dir: Path, shard_dir_name: str, dimension: int, compact: bool = False) -> None:
         self.collection_dir = collection_dir
         self.shard_dir_name = shard_dir_name
         self.dimension = dimension
