@@ -40,6 +40,7 @@ from typing import Any
 from hello_memory._lazy import require
 from hello_memory.errors import ConversionError, MissingDependencyError
 from hello_memory.language.text import normalize_text
+from rag.docx import convert_docx_without_preprocessing, xml_round_trip_keeps_prefixes
 from rag.markdown import parse_blocks, recover_headings
 
 __all__ = ["ConvertedDocument", "convert", "recover_headings"]
@@ -216,6 +217,14 @@ def _run_converter(fmt: str, data: bytes, name: str, ext: str, **kwargs: Any) ->
         raise _fail(name, f"corrupt or unreadable {fmt.upper()} file ({_describe(e)})") from e
 
 
+def _docx_without_preprocessing(data: bytes, name: str) -> str:
+    mid = _markitdown(name)
+    try:
+        return convert_docx_without_preprocessing(data, mid)
+    except Exception as e:  # mammoth raises whatever its parser raises on a damaged file
+        raise _fail(name, f"corrupt or unreadable DOCX file ({_describe(e)})") from e
+
+
 def _tidy(markdown: str) -> str:
     """The normalisation ``MarkItDown.convert`` applies: no trailing blanks, at most one blank line."""
     lines = [line.rstrip() for line in markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
@@ -295,7 +304,10 @@ def _convert_office(data: bytes, name: str, ext: str) -> _Output:
             raise _fail(name, "corrupt XLS (not an OLE2 compound file)")
     else:
         _check_ooxml(data, name, fmt)
-    markdown = _tidy(_run_converter(fmt, data, name, ext).markdown)
+    if fmt == "docx" and not xml_round_trip_keeps_prefixes():
+        markdown = _tidy(_docx_without_preprocessing(data, name))
+    else:
+        markdown = _tidy(_run_converter(fmt, data, name, ext).markdown)
     pages = markdown.count("<!-- Slide number:") if fmt == "pptx" else None
     return _Output(markdown, None, pages)
 

@@ -125,7 +125,9 @@ def test_every_engine_gives_the_same_vectors(e5, other):
     for kind in ("query", "passage"):
         a, b = e5.embed(texts, kind=kind), c.embed(texts, kind=kind)
         assert np.min(np.sum(a * b, axis=1)) > 0.999
-    assert e5._engine == "onnx" and e5._model.backend == "onnx"
+    # which engine "auto" chose is a timing's verdict (it may differ by CPU and load): only that it
+    # chose one of the in-process candidates and runs it is checked here
+    assert e5._engine in ("onnx", "numpy") and e5._model.backend == e5._engine
     assert c.name == e5.name  # same weights, same vector space: stored data stays valid
 
 
