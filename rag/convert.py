@@ -217,14 +217,6 @@ def _run_converter(fmt: str, data: bytes, name: str, ext: str, **kwargs: Any) ->
         raise _fail(name, f"corrupt or unreadable {fmt.upper()} file ({_describe(e)})") from e
 
 
-def _docx_without_preprocessing(data: bytes, name: str) -> str:
-    mid = _markitdown(name)
-    try:
-        return convert_docx_without_preprocessing(data, mid)
-    except Exception as e:  # mammoth raises whatever its parser raises on a damaged file
-        raise _fail(name, f"corrupt or unreadable DOCX file ({_describe(e)})") from e
-
-
 def _tidy(markdown: str) -> str:
     """The normalisation ``MarkItDown.convert`` applies: no trailing blanks, at most one blank line."""
     lines = [line.rstrip() for line in markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
@@ -305,7 +297,7 @@ def _convert_office(data: bytes, name: str, ext: str) -> _Output:
     else:
         _check_ooxml(data, name, fmt)
     if fmt == "docx" and not xml_round_trip_keeps_prefixes():
-        markdown = _tidy(_docx_without_preprocessing(data, name))
+        markdown = _tidy(convert_docx_without_preprocessing(data, name, _markitdown(name)))
     else:
         markdown = _tidy(_run_converter(fmt, data, name, ext).markdown)
     pages = markdown.count("<!-- Slide number:") if fmt == "pptx" else None

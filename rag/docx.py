@@ -25,6 +25,8 @@ import io
 import logging
 from typing import Any
 
+from hello_memory.errors import ConversionError
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["convert_docx_without_preprocessing", "toolchain_versions", "xml_round_trip_keeps_prefixes"]
@@ -63,17 +65,29 @@ def toolchain_versions() -> str:
     return ", ".join(parts)
 
 
-def convert_docx_without_preprocessing(data: bytes, markitdown: Any) -> str:
+def convert_docx_without_preprocessing(data: bytes, name: str, markitdown: Any) -> str:
     """Markdown of a .docx through mammoth alone, then MarkItDown's HTML → Markdown step.
 
     Args:
         data: the .docx bytes (already checked to be a sound OOXML archive).
+        name: the file's name, for errors.
         markitdown: the imported ``markitdown`` module (for its HTML converter).
 
     Returns:
         The Markdown; headings, lists, tables and underline as MarkItDown gives them, equations
         (OMML) left out.
+
+    Raises:
+        ConversionError: the document could not be read.
     """
+    try:
+        return _convert(data, markitdown)
+    except Exception as e:  # mammoth raises whatever its parser raises on a damaged file
+        reason = f"corrupt or unreadable DOCX file ({type(e).__name__}: {str(e)[:200]})"
+        raise ConversionError(name, reason) from e
+
+
+def _convert(data: bytes, markitdown: Any) -> str:
     import mammoth
 
     if _has_math(data):
