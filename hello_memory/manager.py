@@ -25,7 +25,7 @@ from hello_memory.core import (
     recovery,
     reports,
     retrieval,
-    working,
+    upkeep,
     writes,
 )
 from hello_memory.core import items as _items
@@ -231,11 +231,12 @@ class MemoryManager(ManagerAdmin):
         uid = self._user(user_id)
         types = (check_memory_type(memory_type, self.enabled),) if memory_type is not None else self.enabled
         deleted = None if check_flag(include_deleted, "include_deleted") else False
-        working.expire_working(core, uid)
+        core.upkeep.expire(uid)  # deleted when no writer holds the lock; never returned meanwhile
+        upkeep.after_read(core)
         query = RecordQuery(
             types=tuple(types), deleted=deleted, limit=None if limit is None else check_limit(limit, maximum=10**9)
         )
-        return core.records.scan(uid, query)
+        return [it for it in core.records.scan(uid, query) if not core.expired(it)]
 
     def search(
         self,
@@ -251,10 +252,8 @@ class MemoryManager(ManagerAdmin):
         reference_time: datetime | str | None = None,
     ) -> list[ScoredMemory]:
         """See :meth:`MemoryAPI.search <hello_memory.api.MemoryAPI.search>`."""
-        core = self._open()
-        with core.lock:
-            return retrieval.search(
-                core,
+        return retrieval.search(
+                self._open(),
                 query,
                 user_id=self._user(user_id),
                 memory_types=memory_types,

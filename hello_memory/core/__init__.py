@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from hello_memory.core.upkeep import Upkeep
 from hello_memory.embedders.lazy import LazyEmbedder
 from hello_memory.llm.base import LLMClient
 from hello_memory.models import MemoryItem, MemoryType, utcnow
@@ -33,8 +34,9 @@ class MemoryCore:
         llm: the LLM for extraction and consolidation summaries; ``None`` = offline rules.
         settings: configuration.
         enabled: the tiers this memory serves.
-        lock: serialises writes of this process (and searches, which count accesses).
+        lock: serialises the write steps of this process; reads never take it.
         clock: the current time (a test may move it).
+        upkeep: writes that reads queue instead of waiting for the lock (:mod:`.upkeep`).
     """
 
     records: RecordStore
@@ -46,6 +48,7 @@ class MemoryCore:
     enabled: tuple[MemoryType, ...]
     lock: threading.RLock = field(default_factory=threading.RLock)
     clock: Callable[[], datetime] = utcnow
+    upkeep: Upkeep = field(default_factory=Upkeep)
 
     def now(self) -> datetime:
         """The current time (UTC)."""

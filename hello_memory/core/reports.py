@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from hello_memory.core import MemoryCore, working
+from hello_memory.core import MemoryCore, upkeep
 from hello_memory.errors import DiskFullError
 from hello_memory.models import MemoryItem, MemoryStats
 from hello_memory.render import fmt, memory_evidence
@@ -16,7 +16,8 @@ SUMMARY_CHARS = 200  # characters of each memory shown by summary()
 
 def stats(core: MemoryCore, user_id: str) -> MemoryStats:
     """See :meth:`MemoryManager.stats` (no model is loaded for it)."""
-    working.expire_working(core, user_id)
+    core.upkeep.expire(user_id)  # expired working memories: deleted now unless a writer holds the lock
+    upkeep.after_read(core)
     counts = core.records.stats(user_id)
     by_type = {t.value: 0 for t in core.enabled}
     by_type.update(counts.live)
@@ -46,5 +47,6 @@ def summary(core: MemoryCore, limit: int, user_id: str) -> str:
     )
     top: list[MemoryItem] = []
     for t in core.enabled:
-        top += core.records.scan(user_id, RecordQuery(types=(t,), order=RecordOrder.IMPORTANT, limit=limit))
+        found = core.records.scan(user_id, RecordQuery(types=(t,), order=RecordOrder.IMPORTANT, limit=limit))
+        top += [it for it in found if not core.expired(it)]
     return head + ("\n" + memory_evidence(top, max_chars=SUMMARY_CHARS) if top else "")

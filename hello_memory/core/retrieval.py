@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from hello_memory.core import MemoryCore, beside, floor, semantic, working
+from hello_memory.core import MemoryCore, beside, floor, semantic, upkeep, working
 from hello_memory.core.relevance import (
     Relevance,
     dense_floor,
@@ -23,7 +23,7 @@ from hello_memory.core.relevance import (
     share_adjacent,
 )
 from hello_memory.core.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
-from hello_memory.errors import InvalidInputError, StoreError
+from hello_memory.errors import InvalidInputError
 from hello_memory.language.queries import MAX_QUERY_CHARS, conversation_query
 from hello_memory.language.text import estimate_tokens, lexical_tokens
 from hello_memory.language.timeref import TimeWindow, memory_fit, time_windows
@@ -127,18 +127,10 @@ def search(
             out.append(h)
         elif mid in full:
             out.append(ScoredMemory(item=full[mid], score=h.score, breakdown=h.breakdown))
-    _count_access(core, user_id, [h.item.id for h in out])
+    # access statistics: queued, written when no writer holds the lock (a read never waits for one)
+    core.upkeep.accessed(user_id, [h.item.id for h in out], core.now())
+    upkeep.after_read(core)
     return out
-
-
-def _count_access(core: MemoryCore, user_id: str, ids: list[str]) -> None:
-    """Access statistics, best effort: a read must not fail because its bookkeeping cannot be written."""
-    if not ids:
-        return
-    try:
-        core.records.record_access(user_id, ids, core.now())
-    except StoreError as e:  # a full disk, a server that refuses the write
-        logger.warning("access counts not updated: %s", e)
 
 
 def _behind(hit: ScoredMemory | _Light) -> bool:
@@ -162,9 +154,9 @@ class _Light:
 def _working(
     core: MemoryCore, query: str, user_id: str, session_id: str | None, window: tuple[Any, Any] | None
 ) -> list[ScoredMemory]:
-    working.expire_working(core, user_id)
+    core.upkeep.expire(user_id)  # deleted when the lock is free; left out of this read already
     scope = RecordQuery(types=(MemoryType.WORKING,), session_id=session_id, time_range=window)
-    items = core.records.scan(user_id, scope)
+    items = [it for it in core.records.scan(user_id, scope) if not core.expired(it)]
     return working.score_working(query, items, now=core.now(), ttl_minutes=core.settings.working_ttl_minutes)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from hello_memory.errors import CorruptStoreError, DiskFullError, StoreError
 from hello_memory.stores.space import free_bytes
+from hello_memory.stores.sqlite_readers import ReadConnections
 
 LOW_SPACE_BYTES = 1 << 20  # an I/O error with less free space than this is a full disk
 
@@ -43,9 +44,13 @@ def sqlite_error(e: sqlite3.Error, path: Path, action: str) -> StoreError:
 class SQLiteDatabase:
     """One SQLite file with a versioned schema; subclasses set ``schema`` and ``schema_version``.
 
-    The connection opens on first use (a damaged file raises :class:`CorruptStoreError` there),
-    is shared by threads under a re-entrant lock, and uses WAL with ``secure_delete`` so deleted
-    rows are zeroed rather than left in free pages.
+    The write connection opens on first use (a damaged file raises :class:`CorruptStoreError`
+    there), is shared by writing threads under a re-entrant lock, and uses WAL with
+    ``secure_delete`` so deleted rows are zeroed rather than left in free pages. Reads
+    (:meth:`query`) never take that lock: each runs on a read connection of its own
+    (:class:`~hello_memory.stores.sqlite_readers.ReadConnections`) and sees the last committed
+    state — except reads of the thread inside a write transaction, which see its own writes.
+    An in-memory database (``":memory:"``) has one connection: there reads take the lock.
     """
 
     schema: str = ""
@@ -56,13 +61,31 @@ class SQLiteDatabase:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._depth = 0  # open transactions of the thread holding the lock (savepoints when > 0)
+        self._writer = 0  # the thread holding the open write transaction (when _depth > 0)
+        self._readers = None if str(path) == ":memory:" else ReadConnections(self.path)
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The open connection (opened on first use)."""
-        if self._conn is None:
-            self._conn = self._open()
-        return self._conn
+        """The write connection (opened on first use)."""
+        conn = self._conn
+        if conn is None:
+            with self._lock:  # two first users must not both create the schema
+                if self._conn is None:
+                    self._conn = self._open()
+                conn = self._conn
+        return conn
+
+    def _writing(self) -> bool:
+        """True in the thread that holds this store's open write transaction."""
+        return self._depth > 0 and self._writer == threading.get_ident()
+
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """Reads of this thread inside the block see one committed state (reads of a thread inside a
+        write transaction see that transaction instead)."""
+        if self._readers is None or self._writing():
+            return contextlib.nullcontext()
+        self.conn  # noqa: B018 - the schema exists before the first read
+        return self._readers.snapshot()
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -107,11 +130,13 @@ class SQLiteDatabase:
         """Bring an older file up to ``schema`` (after the CREATE ... IF NOT EXISTS statements)."""
 
     def close(self) -> None:
-        """Close the connection; idempotent."""
+        """Close the connections; idempotent."""
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+        if self._readers is not None:
+            self._readers.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -138,6 +163,7 @@ class SQLiteDatabase:
             except sqlite3.Error as e:
                 raise sqlite_error(e, self.path, "transaction") from e
             self._depth += 1
+            self._writer = threading.get_ident()
             try:
                 yield conn
                 conn.execute(done)
@@ -154,9 +180,13 @@ class SQLiteDatabase:
                 self._depth -= 1
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """Run a read query; SQLite errors become :class:`StoreError`."""
-        with self._lock:
-            try:
-                return self.conn.execute(sql, params).fetchall()
-            except sqlite3.Error as e:
-                raise sqlite_error(e, self.path, "query") from e
+        """Run a read query, without waiting for writers; SQLite errors become :class:`StoreError`."""
+        try:
+            if self._readers is None or self._writing():
+                with self._lock:
+                    return self.conn.execute(sql, params).fetchall()
+            self.conn  # noqa: B018 - the schema exists before the first read
+            with self._readers.borrow() as conn:
+                return conn.execute(sql, params).fetchall()
+        except sqlite3.Error as e:
+            raise sqlite_error(e, self.path, "query") from e

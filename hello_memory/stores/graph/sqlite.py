@@ -32,6 +32,7 @@ from hello_memory.stores.graph.common import (
     expand,
 )
 from hello_memory.stores.sqlite_base import sqlite_error
+from hello_memory.stores.sqlite_readers import ReadConnections
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,10 @@ class SQLiteGraphStore(GraphStoreAdapter):
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._graphs: OrderedDict[str, nx.Graph] = OrderedDict()
+        # Reads run on connections of their own, never under the write lock (":memory:" has one).
+        self._readers = None if self._path == ":memory:" else ReadConnections(self._path)
+        self._writes: dict[str, int] = {}  # writes per user: a graph built meanwhile is not cached
+        self._cache_lock = threading.Lock()
 
     @property
     def path(self) -> str:
@@ -106,8 +111,7 @@ class SQLiteGraphStore(GraphStoreAdapter):
 
     def counts(self, user_id: str) -> dict[str, int]:
         """``{"entities": n, "relations": m, "mentions": k}`` for the user."""
-        with self._lock, _wrapped("count"):
-            conn = self._connect()
+        with self._reading("count") as conn:
             return {
                 t: conn.execute(f"SELECT COUNT(*) FROM {t} WHERE user_id = ?", (user_id,)).fetchone()[0]
                 for t in COUNT_KEYS
@@ -143,6 +147,8 @@ class SQLiteGraphStore(GraphStoreAdapter):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+        if self._readers is not None:
+            self._readers.close()
 
     # -- primitives ---------------------------------------------------------------------------------
 
@@ -191,6 +197,19 @@ class SQLiteGraphStore(GraphStoreAdapter):
         return self._conn
 
     @contextmanager
+    def _reading(self, action: str) -> Iterator[sqlite3.Connection]:
+        """A connection for a read: one of its own (the write lock is not taken), or, for an in-memory
+        database, the only one under the lock."""
+        if self._readers is None:
+            with self._lock, _wrapped(action):
+                yield self._connect()
+            return
+        with self._lock:
+            self._connect()  # the schema exists before the first read
+        with _wrapped(action), self._readers.borrow() as conn:
+            yield conn
+
+    @contextmanager
     def _write(self, user_id: str) -> Iterator[sqlite3.Connection]:
         """One IMMEDIATE transaction under the lock; drops the user's cached graph afterwards."""
         with self._lock, _wrapped("write", self._path):
@@ -204,7 +223,9 @@ class SQLiteGraphStore(GraphStoreAdapter):
                     conn.execute("ROLLBACK")
                 raise
             finally:
-                self._graphs.pop(user_id, None)
+                with self._cache_lock:
+                    self._writes[user_id] = self._writes.get(user_id, 0) + 1
+                    self._graphs.pop(user_id, None)
 
     @staticmethod
     def _remove_links(conn: sqlite3.Connection, user_id: str, memory_id: str) -> list[str]:
@@ -220,8 +241,7 @@ class SQLiteGraphStore(GraphStoreAdapter):
 
     def _select_in(self, sql: str, user_id: str, values: list[str]) -> list[tuple[str, ...]]:
         rows: list[tuple[str, ...]] = []
-        with self._lock, _wrapped("read"):
-            conn = self._connect()
+        with self._reading("read") as conn:
             for i in range(0, len(values), _CHUNK):
                 chunk = values[i : i + _CHUNK]
                 rows.extend(conn.execute(sql.format(",".join("?" * len(chunk))), (user_id, *chunk)))
@@ -229,16 +249,22 @@ class SQLiteGraphStore(GraphStoreAdapter):
 
     def _graph(self, user_id: str) -> nx.Graph:
         """The user's undirected traversal graph, rebuilt from SQLite after any write of that user."""
-        with self._lock:
+        with self._cache_lock:
             graph = self._graphs.get(user_id)
-            if graph is None:
-                with _wrapped("read"):
-                    graph = _build_graph(self._connect(), user_id)
+            if graph is not None:
+                self._graphs.move_to_end(user_id)
+                return graph
+            writes = self._writes.get(user_id, 0)
+        with self._reading("read") as conn:  # built beside writers, from a committed state
+            graph = _build_graph(conn, user_id)
+        with self._cache_lock:
+            # a write of this user committed meanwhile may be missing from it: used once, not kept
+            # (a write drops the cached graph after it commits, so a stale one never survives it)
+            if self._writes.get(user_id, 0) == writes and not self._closed:
                 self._graphs[user_id] = graph
                 while len(self._graphs) > self._cache_size:
                     self._graphs.popitem(last=False)
-            self._graphs.move_to_end(user_id)
-            return graph
+        return graph
 
 
 def _open(path: str) -> sqlite3.Connection:

@@ -304,7 +304,9 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
             with engine_errors(action, self._path):
                 return call(shard)
         except StoreError:
-            if self._shards.get(name, shard) is shard:
+            with self._lock:  # a swap in progress holds the lock while it closes the old shard: wait
+                swapped = self._shards.get(name, shard) is not shard
+            if not swapped:
                 raise
         shard, _ = self._open(name)
         with engine_errors(action, self._path):
@@ -313,6 +315,9 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
     # -- internals ------------------------------------------------------------------------------
     def _open(self, name: str) -> tuple[qe.EdgeShard, CollectionMeta]:
         """The cached shard and metadata of ``name``, loading them on first use."""
+        shard, meta = self._shards.get(name), self._metas.get(name)
+        if shard is not None and meta is not None and not self._closed:
+            return shard, meta  # a search does not wait for a writer holding the lock
         with self._lock:
             self._check_open()
             shard = self._shards.get(name)
