@@ -6,6 +6,8 @@ callers who catch built-ins keep working, and carries the fields a caller needs 
 
 from __future__ import annotations
 
+import os
+
 
 class HelloMemoryError(Exception):
     """Root of every error raised by hello-memory."""
@@ -111,6 +113,29 @@ class StoreLockedError(StoreError):
         super().__init__(f"data directory {path!r} is in use by another process{who}{what_to_do}")
         self.path = path
         self.holder = holder
+
+
+class ForkedProcessError(StoreError):
+    """The stores were opened by another process: this one is a fork of it.
+
+    A forked child inherits the parent's open stores without their threads, file locks and
+    connections' state, so it may neither use nor close them. Open the memory in the child instead
+    (a data directory belongs to one process at a time: use the memory service, ``hello-memory
+    serve`` with ``RemoteMemory``, to share one), or start children with multiprocessing's
+    ``"spawn"`` method.
+
+    Attributes:
+        opened_by: the process id that opened the stores.
+    """
+
+    def __init__(self, opened_by: int) -> None:
+        super().__init__(
+            f"these stores were opened by process {opened_by}, and this process ({os.getpid()}) is a fork of "
+            "it: open the memory in this process instead (a data directory belongs to one process at a time; "
+            "to share one, run `hello-memory serve` and use RemoteMemory), or start child processes with "
+            "multiprocessing's 'spawn' method"
+        )
+        self.opened_by = opened_by
 
 
 class DiskFullError(StoreError):

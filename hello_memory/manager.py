@@ -130,6 +130,7 @@ class MemoryManager(ManagerAdmin):
         """The open stores; raises once the manager is closed."""
         if self._bundle is None:
             raise InvalidInputError("this MemoryManager is closed")
+        self._bundle.check_process()
         return self._bundle
 
     @property

@@ -95,6 +95,7 @@ class RAGPipeline:
         """The open stores; raises once closed."""
         if self._bundle is None:
             raise InvalidInputError("this RAGPipeline is closed")
+        self._bundle.check_process()
         return self._bundle
 
     @property

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hello_memory.errors import ForkedProcessError
 from hello_memory.stores.dense.base import DenseIndex
 from hello_memory.stores.dense.index import IndexDense
 from hello_memory.stores.dense.records import RecordDense
@@ -40,10 +42,16 @@ class StoreBundle:
     dir_lock: DirLock | None = None
     extras: dict[str, Any] = field(default_factory=dict)  # stores of higher layers (e.g. RAG chunks)
     key: str = ""  # the registry key ("" for a private bundle)
+    pid: int = field(default_factory=os.getpid)  # the process that opened the stores
     dense: DenseIndex = field(init=False)
 
     def __post_init__(self) -> None:
         self.dense = RecordDense(self.records) if self.records.keeps_vectors else IndexDense(self.vectors)
+
+    def check_process(self) -> None:
+        """Raise :class:`~hello_memory.errors.ForkedProcessError` in a forked child of the opener."""
+        if self.pid != os.getpid():
+            raise ForkedProcessError(self.pid)
 
     def bind_embedder(self, embedder: LazyEmbedder) -> None:
         """Name the memory vectors' embedder to a record store that keeps them (before it is used).

@@ -194,6 +194,8 @@ def acquire(
     key = server_stores.registry_key(settings) if server else str(resolve_home(settings.home))
     with _registry_lock:
         shared = _registry.get(key)
+        if shared is not None and shared.pid != os.getpid():  # a forked child's inherited entry: not ours
+            shared = None
         if shared is None:
             if server:
                 shared = server_stores.open_bundle(settings)
@@ -227,7 +229,10 @@ def _new_bundle(
 
 
 def release(bundle: StoreBundle) -> None:
-    """Drop one reference; the last one closes the stores."""
+    """Drop one reference; the last one closes the stores (a forked child's copy is left alone: the
+    stores belong to the process that opened them)."""
+    if bundle.pid != os.getpid():
+        return
     with _registry_lock:
         bundle.refs -= 1
         if bundle.refs > 0:

@@ -146,3 +146,46 @@ def test_a_read_during_a_write_that_fails_never_sees_it(held: tuple[MemoryManage
     writer.join(HANG)
     assert seen_during == [] and mm.get_all(user_id="bob") == []
     assert "error" in failing
+
+
+def _in_forked_child(mm: MemoryManager, results: Any) -> None:
+    """Runs in a child made by fork: every use of the parent's manager answers (a typed error)."""
+    from hello_memory.errors import ForkedProcessError, StoreLockedError
+
+    outcome = []
+    for call in (lambda: mm.search("tea"), lambda: mm.add("from the child"), lambda: mm.stats()):
+        try:
+            call()
+            outcome.append("worked")
+        except ForkedProcessError as e:
+            outcome.append(f"ForkedProcessError: {e.opened_by}")
+    mm.close()  # closing the inherited copy leaves the parent's stores alone
+    try:  # a manager of its own on the parent's data directory: the parent holds it
+        MemoryManager(mm.settings).close()
+        outcome.append("opened")
+    except StoreLockedError:
+        outcome.append("StoreLockedError")
+    results.put(outcome)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork only")
+def test_a_forked_child_using_its_parents_manager_gets_a_typed_error_never_a_hang(tmp_path: Path) -> None:
+    import multiprocessing
+    import os
+
+    with MemoryManager(Settings(home=tmp_path, embedder="e5"), user_id="alice") as mm:
+        mm.add("alice likes green tea", memory_type="episodic")
+        assert mm.search("green tea")  # the embedder's threads and the stores are live in the parent
+        ctx = multiprocessing.get_context("fork")
+        results = ctx.Queue()
+        child = ctx.Process(target=_in_forked_child, args=(mm, results))
+        child.start()
+        child.join(60)
+        hung = child.is_alive()
+        if hung:
+            child.kill()
+        assert not hung, "the forked child hung"
+        assert results.get(timeout=5) == [f"ForkedProcessError: {os.getpid()}"] * 3 + ["StoreLockedError"]
+        # the parent goes on as before
+        assert [h.item.content for h in mm.search("green tea")] == ["alice likes green tea"]
+        mm.add("after the fork", memory_type="episodic")

@@ -18,7 +18,8 @@ untouched (a stale ``shard.building`` is removed on the next load); between the 
 ``shard.old`` exists and the next load renames it back; after the second, ``shard`` holds every
 write. A failed build is logged and forgotten (the collection stays as it was); the store does not
 try again for that collection until it is next opened (a failing build would otherwise repeat at
-once). The child runs at a lower priority (nice +10), like the embedder's passage work.
+once). The child runs at a lower priority (nice +10: its own, not the serving process's) and dies
+with the process that started it.
 """
 
 from __future__ import annotations
@@ -44,7 +45,17 @@ REBUILD_FRACTION = 0.1
 OLD = "shard.old"
 # The child indexes every segment it is given (the engine's own size threshold off: the store decides
 # when a build is worth it), at a lower priority than the process that serves.
-_CHILD = (
+# The child dies with the process that serves (Linux: the kernel sends it SIGKILL when its parent
+# exits, killed included; a parent already gone before that is caught by the parent-pid check):
+# a build nobody waits for only burns CPU and disk. Elsewhere it runs to its end.
+DIE_WITH_PARENT = (
+    "import os, signal, sys\n"
+    "if sys.platform.startswith('linux'):\n"
+    "    import ctypes\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+    "    if os.getppid() != int(os.environ['HELLO_MEMORY_BUILD_PARENT']): os._exit(1)\n"
+)
+_CHILD = DIE_WITH_PARENT + (
     "import os, sys\n"
     "if hasattr(os, 'nice'): os.nice(10)\n"
     "import qdrant_edge as qe\n"
@@ -171,7 +182,7 @@ class Build:
             [sys.executable, "-c", _CHILD, str(self.copy), str(self.dimension), layout],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": path},
+            env={**os.environ, "PYTHONPATH": path, "HELLO_MEMORY_BUILD_PARENT": str(os.getpid())},
         )
         try:
             _, err = self._child.communicate(timeout=timeout)
