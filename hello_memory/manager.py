@@ -20,6 +20,7 @@ from typing import Any, overload
 from hello_memory.api import Messages
 from hello_memory.core import (
     MemoryCore,
+    batches,
     deletes,
     lifecycle,
     recovery,
@@ -203,14 +204,13 @@ class MemoryManager(ManagerAdmin):
         return self._store(_items.build_items(items, enabled=self.enabled, now=core.now(), user=self._user))
 
     def _store(self, built: list[MemoryItem]) -> list[MemoryItem]:
-        """validate → embed (no lock) → lock → write; items of an earlier try come back as stored."""
+        """validate → embed (no lock) → write in bounded steps; items of an earlier try come back as stored."""
         if not built:
             return []
         core = self._open()
         known = existing(core, built)
         prepared = prepare(core, [it for it in built if it.id not in known])
-        with core.lock:
-            stored = {it.id: it for it in writes.insert(core, prepared)}
+        stored = {it.id: it for it in batches.insert_in_steps(core, prepared)}
         return [known[it.id] if it.id in known else stored[it.id] for it in built]
 
     # -- read -------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ and server mode: the mode only decides which stores the core holds (:mod:`hello_
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -20,6 +21,29 @@ from hello_memory.settings import Settings
 from hello_memory.stores.dense.base import DenseIndex
 from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.records.base import RecordStore
+
+
+class RunningBatches:
+    """The batches this process is writing in steps now (:mod:`.batches`): recovery leaves them alone."""
+
+    def __init__(self) -> None:
+        self._ids: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __contains__(self, batch: object) -> bool:
+        with self._lock:
+            return batch in self._ids
+
+    @contextmanager
+    def running(self, batch: str) -> Iterator[None]:
+        """``batch`` counts as running while the block runs."""
+        with self._lock:
+            self._ids.add(batch)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._ids.discard(batch)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -37,6 +61,7 @@ class MemoryCore:
         lock: serialises the write steps of this process; reads never take it.
         clock: the current time (a test may move it).
         upkeep: writes that reads queue instead of waiting for the lock (:mod:`.upkeep`).
+        batches: the batches this process is writing in steps (:mod:`.batches`).
     """
 
     records: RecordStore
@@ -49,6 +74,7 @@ class MemoryCore:
     lock: threading.RLock = field(default_factory=threading.RLock)
     clock: Callable[[], datetime] = utcnow
     upkeep: Upkeep = field(default_factory=Upkeep)
+    batches: RunningBatches = field(default_factory=RunningBatches)
 
     def now(self) -> datetime:
         """The current time (UTC)."""

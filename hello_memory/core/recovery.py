@@ -9,7 +9,10 @@ newer write's marker stays for its writer; a marker of a write still in flight o
 is completed twice, to the same result.
 
 Markers are completed in batches of ``embed_batch_size``, like ``add_many``: one embedder call,
-one vector write and one settle per batch, so an interrupted recovery resumes where it stopped.
+one vector write and one settle per batch, each one write step under ``core.lock``, so an
+interrupted recovery resumes where it stopped and other writes go on between its steps. A
+``batch`` marker (a batch written in steps that was never published, :mod:`.batches`) rolls its
+memory back like a ``purge``, unless that batch may still be running.
 Progress goes to a tqdm bar on a terminal and to the log (INFO, every tenth) otherwise.
 """
 
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from hello_memory.core import MemoryCore, semantic
@@ -27,6 +32,9 @@ from hello_memory.models import MemoryType
 from hello_memory.stores.records.base import Pending, PendingOp
 
 logger = logging.getLogger(__name__)
+# A batch written in steps by another worker of a shared store is taken for dead (and rolled back)
+# once none of its steps was written for this long; a step takes well under a second.
+BATCH_LEASE_S = 15 * 60
 
 
 def recover(core: MemoryCore, *, opening: bool = False) -> int:
@@ -46,21 +54,43 @@ def recover(core: MemoryCore, *, opening: bool = False) -> int:
 
 
 def _recover(core: MemoryCore) -> int:
-    with core.lock:
-        todo = core.records.unsettled()
-        if not todo:
-            return 0
-        logger.warning("completing %d interrupted index operation(s)", len(todo))
-        size = core.settings.embed_batch_size
-        progress = _Progress(len(todo))
-        try:
-            for start in range(0, len(todo), size):
-                batch = todo[start : start + size]
+    todo = _due(core, core.records.unsettled())
+    if not todo:
+        return 0
+    logger.warning("completing %d interrupted index operation(s)", len(todo))
+    size = core.settings.embed_batch_size
+    progress = _Progress(len(todo))
+    try:
+        for start in range(0, len(todo), size):  # one bounded write step per batch of markers
+            batch = todo[start : start + size]
+            with core.lock:
                 _complete(core, batch)
-                progress.advance(len(batch))
-        finally:
-            progress.close()
-        return len(todo)
+            progress.advance(len(batch))
+    finally:
+        progress.close()
+    return len(todo)
+
+
+def _due(core: MemoryCore, markers: Sequence[Pending]) -> list[Pending]:
+    """The markers to complete now; a ``BATCH`` marker becomes a ``PURGE`` (its batch is rolled back)
+    unless its batch may still be running: in this process, or — where workers share the store — in
+    another worker that wrote one of its steps within :data:`BATCH_LEASE_S`."""
+    newest: dict[str, float] = {}
+    for p in markers:
+        if p.op == PendingOp.BATCH and p.batch is not None:
+            newest[p.batch] = max(newest.get(p.batch, 0.0), p.at)
+    now = time.time()
+
+    def running(batch: str | None) -> bool:
+        if batch is None:
+            return False
+        return batch in core.batches or (not core.records.exclusive and now - newest[batch] < BATCH_LEASE_S)
+
+    return [
+        replace(p, op=PendingOp.PURGE) if p.op == PendingOp.BATCH else p
+        for p in markers
+        if p.op != PendingOp.BATCH or not running(p.batch)
+    ]
 
 
 def _complete(core: MemoryCore, batch: Sequence[Pending]) -> None:

@@ -175,7 +175,7 @@ def _write(
         if it.deleted_at is None and it.memory_type == MemoryType.SEMANTIC
     }
     recorded = {it.id: h for _, (it, h, _) in batch}
-    with core.lock:
+    with core.lock:  # one batch of the file: one bounded write step
         writes.insert(core, Prepared(items, vectors, links), history=recorded, supersede=False, what="import")
     for it in items:
         ids.setdefault(it.user_id, []).append(it.id)

@@ -93,7 +93,9 @@ def commit(
         if type(e) is StoreError:
             raise StoreError(f"{what} failed, nothing was changed: {e}") from e
         raise
-    settle(core, [s for s, w in zip(stored, writes, strict=True) if w.pending is not None], extra)
+    # a batch's markers stay until the batch is published (hello_memory.core.batches)
+    done = [s for s, w in zip(stored, writes, strict=True) if w.pending not in (None, PendingOp.BATCH)]
+    settle(core, done, extra)
     return stored
 
 

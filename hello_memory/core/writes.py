@@ -31,11 +31,15 @@ def insert(
     history: dict[str, tuple[HistoryEntry, ...]] | None = None,
     supersede: bool = True,
     what: str = "add",
-) -> list[MemoryItem]:
-    """Store prepared items; items stored by an earlier try come back as stored.
+    batch: str | None = None,
+) -> tuple[list[MemoryItem], list[MemoryItem]]:
+    """Store prepared items (the caller holds ``core.lock``); returns ``(every item as stored, the
+    items this call inserted)`` — items stored by an earlier try come back as stored.
 
     ``history`` gives items their recorded history (an import) instead of an ``add`` entry;
-    ``supersede`` marks older memories whose facts the new ones contradict.
+    ``supersede`` marks older memories whose facts the new ones contradict; ``batch`` marks the
+    records as one step of a batch written in steps (:mod:`hello_memory.core.batches`): they keep
+    a ``BATCH`` marker until the batch is published, and working-memory limits wait for it too.
     """
     # under the lock: a retry may have committed meanwhile (an import may repeat forgotten memories too)
     known = existing(core, prepared.items, forgotten_ok=history is not None)
@@ -44,16 +48,16 @@ def insert(
         vectors, links = prepared.vectors, prepared.links
         commit(
             core,
-            _inserts(core, Prepared(items, vectors, links), history),
+            _inserts(core, Prepared(items, vectors, links), history, batch),
             index=index_step(core, items, vectors, links, supersede=supersede),
             undo=lambda: unindex(core, items),
             hold=True,
             what=what,
         )
-        if history is None:
+        if history is None and batch is None:
             for uid in {it.user_id for it in items if it.memory_type == MemoryType.WORKING}:
                 working.enforce_working_limits(core, uid)
-    return [known.get(it.id, it) for it in prepared.items]
+    return [known.get(it.id, it) for it in prepared.items], items
 
 
 def get(core: MemoryCore, user_id: str, memory_id: str, include_deleted: bool = False) -> MemoryItem:
@@ -93,10 +97,13 @@ def restore_memory(core: MemoryCore, user_id: str, memory_id: str) -> MemoryItem
 
 
 def _inserts(
-    core: MemoryCore, prepared: Prepared, history: dict[str, tuple[HistoryEntry, ...]] | None
+    core: MemoryCore,
+    prepared: Prepared,
+    history: dict[str, tuple[HistoryEntry, ...]] | None,
+    batch: str | None = None,
 ) -> list[RecordWrite]:
     """The record writes that insert ``prepared``: each with its history (an ``add`` entry unless
-    ``history`` gives the recorded one), facts, vector and marker."""
+    ``history`` gives the recorded one), facts, vector and marker (``BATCH`` in a batch)."""
     vectors, links = prepared.vectors, prepared.links
     return [
         RecordWrite(
@@ -106,7 +113,10 @@ def _inserts(
             else (HistoryEntry(memory_id=it.id, event="add", new=snapshot(it), at=it.updated_at),),
             facts=semantic.facts_of(links[it.id]) if it.id in links else None,
             vector=vectors.get(it.id),
-            pending=marker(core, it, it.id in vectors, it.id in links, PendingOp.INDEX),
+            pending=PendingOp.BATCH
+            if batch is not None
+            else marker(core, it, it.id in vectors, it.id in links, PendingOp.INDEX),
+            batch=batch,
         )
         for it in prepared.items
     ]

@@ -106,6 +106,7 @@ class PendingOp(str, Enum):
     INDEX = "index"  # write the memory's vectors / graph links
     UNINDEX = "unindex"  # remove them (soft delete)
     PURGE = "purge"  # remove them, then delete the record
+    BATCH = "batch"  # part of a batch written in steps, not yet published: rolled back unless it is
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,7 @@ class RecordWrite:
         vector: the dense vector, for stores that keep vectors (``None`` keeps the stored one;
             a soft-deleted item keeps none).
         pending: marker for work that must follow in other stores (``None`` leaves the stored one).
+        batch: with ``pending=BATCH``, the batch the write belongs to (:meth:`RecordStore.publish`).
     """
 
     item: MemoryItem
@@ -138,6 +140,7 @@ class RecordWrite:
     facts: tuple[Fact, ...] | None = None
     vector: npt.NDArray[np.float32] | None = None
     pending: PendingOp | None = None
+    batch: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,11 +153,16 @@ class StoredRecord:
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """Unfinished work on one memory, as :meth:`RecordStore.unsettled` reports it."""
+    """Unfinished work on one memory, as :meth:`RecordStore.unsettled` reports it.
+
+    ``batch`` names the batch of a ``BATCH`` marker; ``at`` is when the marker was set (epoch seconds).
+    """
 
     memory_id: str
     user_id: str
     op: PendingOp
+    batch: str | None = None
+    at: float = 0.0
 
 
 class RecordOrder(str, Enum):
@@ -213,6 +221,13 @@ class RecordStore(Protocol):
         """True when :attr:`RecordWrite.vector` is stored with the record (server mode)."""
         ...
 
+    @property
+    def exclusive(self) -> bool:
+        """True when one process owns the store while it is open (a data directory's SQLite file):
+        a marker it finds when it opens was left by a process that is gone. False when stateless
+        workers share it (Qdrant): a marker may belong to a write still running elsewhere."""
+        ...
+
     # -- writes -------------------------------------------------------------------------------
     def apply(self, writes: Sequence[RecordWrite]) -> list[StoredRecord]:
         """Apply inserts and updates in order; returns each memory as stored afterwards."""
@@ -233,6 +248,12 @@ class RecordStore(Protocol):
             Anything :meth:`apply` raises: nothing of the batch is stored (a backend that applies
                 memory by memory takes back the inserts that landed).
         """
+        ...
+
+    def publish(self, user_id: str, batch: str) -> None:
+        """Make the ``BATCH`` markers of ``batch`` (the user's) ``INDEX`` markers, in one atomic step:
+        from then on the batch is committed, and recovery completes its index work instead of
+        rolling it back."""
         ...
 
     def mark(self, user_id: str, ids: Sequence[str], op: PendingOp) -> None:

@@ -203,13 +203,29 @@ class QdrantRecordStore(RecordWrites):
             raise error  # a typed failure (an id conflict, disk full on the server) keeps its type
         raise StoreError(f"the write failed, nothing was stored: {error}") from error
 
+    @property
+    def exclusive(self) -> bool:
+        """False: stateless workers share the collections; a marker may be another worker's, in flight."""
+        return False
+
+    def publish(self, user_id: str, batch: str) -> None:
+        """The batch's ``BATCH`` markers become ``INDEX`` markers: one payload update by filter."""
+        self._ensure()
+        qfilter = models().Filter(
+            must=[codec.match("user_id", user_id), codec.match("pending_batch", batch),
+                  codec.match("pending", PendingOp.BATCH.value)]
+        )
+        marker = {"pending": PendingOp.INDEX.value, "pending_batch": None}
+        self._conn.call("publish a batch", "set_payload", self._conn.full(RECORDS), marker, points=qfilter, wait=True)
+
     def mark(self, user_id: str, ids: Sequence[str], op: PendingOp) -> None:
         """Set the pending marker of the user's memories ``ids``."""
-        self._set_where(user_id, ids, {"pending": PendingOp(op).value, "pending_ts": time.time()})
+        marker = {"pending": PendingOp(op).value, "pending_ts": time.time(), "pending_batch": None}
+        self._set_where(user_id, ids, marker)
 
     def settle(self, user_id: str, ids: Sequence[str], *, versions: Mapping[str, int] | None = None) -> None:
         """Clear the pending markers of the user's memories ``ids`` (with ``versions``: at those versions)."""
-        cleared = {"pending": None, "pending_ts": None}
+        cleared = {"pending": None, "pending_ts": None, "pending_batch": None}
         if versions is None:
             self._set_where(user_id, ids, cleared)
             return

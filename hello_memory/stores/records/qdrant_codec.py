@@ -45,7 +45,9 @@ _HISTORY_NAMESPACE = uuid.UUID("6f1c2a9e-5b7d-4e3a-9c81-2d4f6a8b0e17")
 _SEP = "\x1f"
 RECENT_WRITES = 32
 #: Top-level payload keys that get a keyword index on a server (``user_id`` is the tenant key).
-KEYWORD_KEYS = ("user_id", "memory_type", "session_id", "modality", "pending", "fact_keys", "write_id")
+KEYWORD_KEYS = (
+    "user_id", "memory_type", "session_id", "modality", "pending", "pending_batch", "fact_keys", "write_id",
+)
 #: Top-level payload keys that get a float (range) index on a server.
 FLOAT_KEYS = ("created_ts", "updated_ts", "deleted_ts", "valid_to_ts", "importance")
 
@@ -93,6 +95,7 @@ class Bookkeeping:
     access_count: int
     last_accessed_ts: float | None
     recent_writes: list[str]
+    pending_batch: str | None = None
 
 
 def record_payload(item: MemoryItem, book: Bookkeeping, lex: Sequence[str]) -> dict[str, Any]:
@@ -125,6 +128,7 @@ def record_payload(item: MemoryItem, book: Bookkeeping, lex: Sequence[str]) -> d
         "fact_keys": keys,
         "pending": book.pending,
         "pending_ts": book.pending_ts,
+        "pending_batch": book.pending_batch,
         "lex": " ".join(lex),
     }
     return clean(payload)
@@ -242,6 +246,7 @@ RECORD_FIELDS = [
     "facts",
     "pending",
     "pending_ts",
+    "pending_batch",
     "access_count",
     "last_accessed_ts",
     "session_id",

@@ -252,8 +252,13 @@ class RecordReads:
         """Pending work of every user."""
         self._ensure()
         qfilter = models().Filter(must_not=[codec.empty("pending")])
-        points = self._conn.scroll_all(RECORDS, qfilter, with_payload=["user_id", "pending"])
-        return [Pending(str(p.id), p.payload["user_id"], PendingOp(p.payload["pending"])) for p in points]
+        keys = ["user_id", "pending", "pending_batch", "pending_ts"]
+        points = self._conn.scroll_all(RECORDS, qfilter, with_payload=keys)
+        return [
+            Pending(str(p.id), p.payload["user_id"], PendingOp(p.payload["pending"]), p.payload.get("pending_batch"),
+                    float(p.payload.get("pending_ts") or 0.0))
+            for p in points
+        ]
 
     # -- dense vectors (kept with the record; outside the RecordStore protocol) ----------------
     def dense_search(

@@ -148,9 +148,9 @@ def _book(
     """The bookkeeping of a write: carried over from the stored point, plus this write's changes."""
     prior = existing or {}
     count = int(prior.get("history_count") or 0)
-    pending, pending_ts = prior.get("pending"), prior.get("pending_ts")
+    pending, pending_ts, batch = prior.get("pending"), prior.get("pending_ts"), prior.get("pending_batch")
     if w.pending is not None:
-        pending, pending_ts = w.pending.value, time.time()
+        pending, pending_ts, batch = w.pending.value, time.time(), w.batch
     write_id = str(uuid.uuid4())
     return codec.Bookkeeping(
         version=version,
@@ -164,4 +164,5 @@ def _book(
         access_count=int(prior.get("access_count") or item.access_count) if existing else item.access_count,
         last_accessed_ts=prior.get("last_accessed_ts") if existing else codec.ts(item.last_accessed_at),
         recent_writes=[*(prior.get("recent_writes") or []), write_id][-codec.RECENT_WRITES :],
+        pending_batch=batch,
     )

@@ -65,6 +65,11 @@ class SQLiteReads(ConversationLexicalIndex, SQLiteDatabase):
         """Unfinished vector operations as (memory_id, user_id, op)."""
         return [(r[0], r[1], r[2]) for r in self.query("SELECT memory_id,user_id,op FROM pending")]
 
+    @property
+    def exclusive(self) -> bool:
+        """True: the data directory's file belongs to one process while it is open."""
+        return True
+
     def fetch(
         self, ids: Sequence[str], user_id: str | None, *, include_deleted: bool = False
     ) -> dict[str, MemoryItem]:
@@ -300,4 +305,5 @@ class SQLiteReads(ConversationLexicalIndex, SQLiteDatabase):
 
     def unsettled(self) -> list[Pending]:
         """Pending work of every user."""
-        return [Pending(mid, uid, PendingOp(op)) for mid, uid, op in self.pending()]
+        rows = self.query("SELECT memory_id, user_id, op, batch, at FROM pending")
+        return [Pending(mid, uid, PendingOp(op), batch, float(at)) for mid, uid, op, batch, at in rows]

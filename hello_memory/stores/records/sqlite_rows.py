@@ -72,7 +72,7 @@ CREATE TABLE IF NOT EXISTS history (
 CREATE INDEX IF NOT EXISTS ix_hist_mem ON history(memory_id);
 CREATE INDEX IF NOT EXISTS ix_hist_user ON history(user_id);
 CREATE TABLE IF NOT EXISTS pending (
-    memory_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, op TEXT NOT NULL, at REAL NOT NULL
+    memory_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, op TEXT NOT NULL, at REAL NOT NULL, batch TEXT
 );
 CREATE TABLE IF NOT EXISTS facts (
     user_id TEXT NOT NULL, memory_id TEXT NOT NULL, subject_id TEXT NOT NULL,
@@ -148,7 +148,10 @@ ADDED_COLUMNS = (
 
 
 def add_missing_columns(conn: sqlite3.Connection) -> None:
-    """Upgrade a ``memories`` table written by an earlier version (``CREATE IF NOT EXISTS`` keeps it)."""
+    """Upgrade tables written by an earlier version (``CREATE IF NOT EXISTS`` keeps them)."""
+    if "batch" not in {r[1] for r in conn.execute("PRAGMA table_info(pending)")}:
+        conn.execute("ALTER TABLE pending ADD COLUMN batch TEXT")  # a batch written in steps
+    conn.execute("CREATE INDEX IF NOT EXISTS ix_pending_batch ON pending(batch) WHERE batch IS NOT NULL")
     have = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
     missing = [c for c in ADDED_COLUMNS if c[0] not in have]
     if not missing:

@@ -84,7 +84,7 @@ class SQLiteWrites(SQLiteReads):
         open while ``then`` runs and commits only after it, so a failure of ``then`` rolls them back.
         """
         check_writes(writes)
-        marked = [(w.item.id, w.item.user_id, w.pending.value) for w in writes if w.pending is not None]
+        marked = [(w.item.id, w.item.user_id, w.pending.value, w.batch) for w in writes if w.pending is not None]
         self.journal(marked, datetime.now().timestamp())
         try:
             if not hold:
@@ -234,21 +234,32 @@ class SQLiteWrites(SQLiteReads):
             ),
         )
 
-    def add_pending(self, conn: sqlite3.Connection, memory_id: str, user_id: str, op: str, at: float) -> None:
+    def add_pending(
+        self, conn: sqlite3.Connection, memory_id: str, user_id: str, op: str, at: float, batch: str | None = None
+    ) -> None:
         """Journal a vector-index operation (``index`` or ``unindex``) for ``memory_id``."""
         conn.execute(
-            "INSERT OR REPLACE INTO pending(memory_id,user_id,op,at) VALUES (?,?,?,?)",
-            (memory_id, user_id, op, at),
+            "INSERT OR REPLACE INTO pending(memory_id,user_id,op,at,batch) VALUES (?,?,?,?,?)",
+            (memory_id, user_id, op, at, batch),
         )
 
-    def journal(self, entries: Sequence[tuple[str, str, str]], at: float) -> None:
-        """Set ``(memory_id, user_id, op)`` markers in a transaction of their own (committed now), rows or not."""
+    def journal(self, entries: Sequence[tuple[str, str, str, str | None]], at: float) -> None:
+        """Set ``(memory_id, user_id, op, batch)`` markers in a transaction of their own (committed now),
+        rows or not."""
         if not entries:
             return
         with self.transaction() as conn:
             conn.executemany(
-                "INSERT OR REPLACE INTO pending(memory_id,user_id,op,at) VALUES (?,?,?,?)",
-                [(mid, uid, op, at) for mid, uid, op in entries],
+                "INSERT OR REPLACE INTO pending(memory_id,user_id,op,at,batch) VALUES (?,?,?,?,?)",
+                [(mid, uid, op, at, batch) for mid, uid, op, batch in entries],
+            )
+
+    def publish(self, user_id: str, batch: str) -> None:
+        """The batch's ``BATCH`` markers become ``INDEX`` markers, in one transaction."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE pending SET op=?, batch=NULL WHERE batch=? AND user_id=? AND op=?",
+                (PendingOp.INDEX.value, batch, user_id, PendingOp.BATCH.value),
             )
 
     def clear_pending(self, ids: Sequence[str]) -> None:
@@ -373,7 +384,7 @@ def _extras(host: SQLiteWrites, conn: sqlite3.Connection, w: RecordWrite) -> Non
         for f in w.facts:
             host.add_fact(conn, item.user_id, item.id, f.subject_id, f.relation, f.object_id)
     if w.pending is not None:
-        host.add_pending(conn, item.id, item.user_id, w.pending.value, datetime.now().timestamp())
+        host.add_pending(conn, item.id, item.user_id, w.pending.value, datetime.now().timestamp(), w.batch)
 
 
 def _follow(
