@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -153,6 +154,9 @@ class MemoryManager(ManagerAdmin):
         """Release the stores (the last user of a data directory closes them); idempotent."""
         if self._bundle is not None:
             bundle, self._bundle = self._bundle, None
+            if bundle.pid == os.getpid():
+                with self.core.lock:  # what reads queued (access counts) is written before the stores close
+                    upkeep.run(self.core)
             release(bundle)
 
     def __enter__(self) -> MemoryManager:

@@ -8,12 +8,11 @@ and server mode: the mode only decides which stores the core holds (:mod:`hello_
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from hello_memory.core.upkeep import Upkeep
+from hello_memory.core.state import RunningBatches, Upkeep
 from hello_memory.embedders.lazy import LazyEmbedder
 from hello_memory.llm.base import LLMClient
 from hello_memory.models import MemoryItem, MemoryType, utcnow
@@ -21,29 +20,6 @@ from hello_memory.settings import Settings
 from hello_memory.stores.dense.base import DenseIndex
 from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.records.base import RecordStore
-
-
-class RunningBatches:
-    """The batches this process is writing in steps now (:mod:`.batches`): recovery leaves them alone."""
-
-    def __init__(self) -> None:
-        self._ids: set[str] = set()
-        self._lock = threading.Lock()
-
-    def __contains__(self, batch: object) -> bool:
-        with self._lock:
-            return batch in self._ids
-
-    @contextmanager
-    def running(self, batch: str) -> Iterator[None]:
-        """``batch`` counts as running while the block runs."""
-        with self._lock:
-            self._ids.add(batch)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._ids.discard(batch)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -38,8 +38,7 @@ Example:
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -49,17 +48,16 @@ from hello_memory.stores.records import qdrant_codec as codec
 from hello_memory.stores.records.base import (
     FollowUp,
     FollowUpFailed,
-    PendingOp,
     RecordWrite,
     Stored,
     StoredRecord,
 )
 from hello_memory.stores.records.checks import check_writes
 from hello_memory.stores.records.qdrant_lexical import SessionContext
+from hello_memory.stores.records.qdrant_markers import RecordMarkers
 from hello_memory.stores.records.qdrant_reads import DENSE, HISTORY, LEXICAL, RECORDS
-from hello_memory.stores.records.qdrant_writes import RecordWrites
 from hello_memory.stores.sparse import LexicalEncoder
-from hello_memory.stores.vectors.rules import existing_id_candidates, unit_vector
+from hello_memory.stores.vectors.rules import unit_vector
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -71,7 +69,7 @@ logger = logging.getLogger(__name__)
 SCHEMA = 1
 
 
-class QdrantRecordStore(RecordWrites):
+class QdrantRecordStore(RecordMarkers):
     """A :class:`~hello_memory.stores.records.base.RecordStore` on Qdrant (``qdrant-client``).
 
     Args:
@@ -202,53 +200,6 @@ class QdrantRecordStore(RecordWrites):
         if isinstance(error, HelloMemoryError) and type(error) is not StoreError:
             raise error  # a typed failure (an id conflict, disk full on the server) keeps its type
         raise StoreError(f"the write failed, nothing was stored: {error}") from error
-
-    @property
-    def exclusive(self) -> bool:
-        """False: stateless workers share the collections; a marker may be another worker's, in flight."""
-        return False
-
-    def publish(self, user_id: str, batch: str) -> None:
-        """The batch's ``BATCH`` markers become ``INDEX`` markers: one payload update by filter."""
-        self._ensure()
-        qfilter = models().Filter(
-            must=[codec.match("user_id", user_id), codec.match("pending_batch", batch),
-                  codec.match("pending", PendingOp.BATCH.value)]
-        )
-        marker = {"pending": PendingOp.INDEX.value, "pending_batch": None}
-        self._conn.call("publish a batch", "set_payload", self._conn.full(RECORDS), marker, points=qfilter, wait=True)
-
-    def mark(self, user_id: str, ids: Sequence[str], op: PendingOp) -> None:
-        """Set the pending marker of the user's memories ``ids``."""
-        marker = {"pending": PendingOp(op).value, "pending_ts": time.time(), "pending_batch": None}
-        self._set_where(user_id, ids, marker)
-
-    def settle(self, user_id: str, ids: Sequence[str], *, versions: Mapping[str, int] | None = None) -> None:
-        """Clear the pending markers of the user's memories ``ids`` (with ``versions``: at those versions)."""
-        cleared = {"pending": None, "pending_ts": None, "pending_batch": None}
-        if versions is None:
-            self._set_where(user_id, ids, cleared)
-            return
-        self._ensure()
-        m = models()
-        ops = [
-            m.SetPayloadOperation(
-                set_payload=m.SetPayload(
-                    payload=cleared,
-                    filter=m.Filter(
-                        must=[
-                            codec.has_ids([i]),
-                            codec.match("user_id", user_id),
-                            codec.match("version", versions[i]),
-                        ]
-                    ),
-                )
-            )
-            for i in existing_id_candidates(ids)
-            if i in versions
-        ]
-        if ops:
-            self._conn.call("settle", "batch_update_points", self._conn.full(RECORDS), ops, wait=True)
 
     def delete(self, user_id: str, ids: Sequence[str], *, keep_pending: bool = False) -> int:
         """Hard-delete the user's memories: history first, then the point (which holds the marker).
@@ -401,13 +352,3 @@ class QdrantRecordStore(RecordWrites):
                 "this record store keeps no dense vectors (no embedder configured)", field="vector"
             )
         return unit_vector(RECORDS, w.vector, self._dimension).tolist()
-
-    def _set_where(self, user_id: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
-        candidates = existing_id_candidates(ids)
-        if not candidates:
-            return
-        self._ensure()
-        qfilter = models().Filter(must=[codec.has_ids(candidates), codec.match("user_id", user_id)])
-        self._conn.call(
-            "set a marker", "set_payload", self._conn.full(RECORDS), payload, points=qfilter, wait=True
-        )

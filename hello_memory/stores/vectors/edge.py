@@ -5,9 +5,9 @@ embedder, written atomically; its presence marks the collection as created) and 
 Edge shard with cosine distance.
 
 Durability: every update is in the shard's write-ahead log (replayed on the next load) before
-``upsert`` returns, so it survives the process being killed. An OS crash or power cut needs
-``flush()`` (fsync, 0.1-0.6 s: too slow per write): done once ``flush_interval`` seconds of writes
-have passed, on ``close()``, and after every write with ``flush_every_write=True``.
+``upsert`` returns, so it survives a kill. An OS crash or power cut needs ``flush()`` (fsync,
+0.1-0.6 s): done after ``flush_interval`` seconds of writes, on ``close()``, and after every write
+with ``flush_every_write=True``. Searches take no lock: they run beside writes.
 
 One process at a time: an open shard holds a lock on its WAL; a second opener gets
 :class:`~hello_memory.errors.StoreLockedError`.
@@ -46,6 +46,7 @@ from hello_memory.stores.vectors.edge_engine import (
     engine_errors,
     ensure_indexes,
     read_meta,
+    scroll_ids,
     search_params,
     to_edge_filter,
     vector_params,
@@ -281,20 +282,7 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
 
     def _ids(self, name: str, where: CompiledFilter | None) -> list[str]:
         scroll_filter = to_edge_filter(where)
-
-        def scroll(shard: qe.EdgeShard) -> list[str]:
-            out: list[str] = []
-            offset: Any = None
-            while True:
-                request = qe.ScrollRequest(
-                    offset=offset, limit=_SCROLL_PAGE, filter=scroll_filter, with_payload=False, with_vector=False
-                )
-                records, offset = shard.scroll(request)
-                out.extend(str(r.id) for r in records)
-                if offset is None:
-                    return out
-
-        return self._reading(name, "scroll", scroll)
+        return self._reading(name, "scroll", lambda shard: scroll_ids(shard, scroll_filter, _SCROLL_PAGE))
 
     def _reading(self, name: str, action: str, call: Callable[[qe.EdgeShard], _T]) -> _T:
         """``call`` on the collection's shard without the store's lock; once more on the new shard when
@@ -305,9 +293,8 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
                 return call(shard)
         except StoreError:
             with self._lock:  # a swap in progress holds the lock while it closes the old shard: wait
-                swapped = self._shards.get(name, shard) is not shard
-            if not swapped:
-                raise
+                if self._shards.get(name, shard) is shard:
+                    raise
         shard, _ = self._open(name)
         with engine_errors(action, self._path):
             return call(shard)
@@ -315,9 +302,9 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
     # -- internals ------------------------------------------------------------------------------
     def _open(self, name: str) -> tuple[qe.EdgeShard, CollectionMeta]:
         """The cached shard and metadata of ``name``, loading them on first use."""
-        shard, meta = self._shards.get(name), self._metas.get(name)
+        shard, meta = self._shards.get(name), self._metas.get(name)  # a search does not wait for a writer
         if shard is not None and meta is not None and not self._closed:
-            return shard, meta  # a search does not wait for a writer holding the lock
+            return shard, meta
         with self._lock:
             self._check_open()
             shard = self._shards.get(name)

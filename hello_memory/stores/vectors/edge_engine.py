@@ -169,3 +169,16 @@ def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def scroll_ids(shard: qe.EdgeShard, scroll_filter: Any, page: int) -> list[str]:
+    """Every point id of ``shard`` matching ``scroll_filter``, a page at a time."""
+    out: list[str] = []
+    offset: Any = None
+    while True:
+        request = qe.ScrollRequest(offset=offset, limit=page, filter=scroll_filter, with_payload=False,
+                                   with_vector=False)
+        records, offset = shard.scroll(request)
+        out.extend(str(r.id) for r in records)
+        if offset is None:
+            return out
