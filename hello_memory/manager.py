@@ -154,9 +154,10 @@ class MemoryManager(ManagerAdmin):
         """Release the stores (the last user of a data directory closes them); idempotent."""
         if self._bundle is not None:
             bundle, self._bundle = self._bundle, None
-            if bundle.pid == os.getpid():
-                with self.core.lock:  # what reads queued (access counts) is written before the stores close
-                    upkeep.run(self.core)
+            core = getattr(self, "core", None)  # None: the open itself failed
+            if core is not None and bundle.pid == os.getpid():
+                with core.lock:  # what reads queued (access counts) is written before the stores close
+                    upkeep.run(core)
             release(bundle)
 
     def __enter__(self) -> MemoryManager:
@@ -320,10 +321,8 @@ class MemoryManager(ManagerAdmin):
         purge: bool = False,
     ) -> ForgetReport:
         """See :meth:`MemoryAPI.forget <hello_memory.api.MemoryAPI.forget>`."""
-        core = self._open()
-        with core.lock:
-            return lifecycle.forget(
-                core,
+        return lifecycle.forget(
+                self._open(),
                 strategy,
                 threshold=threshold,
                 max_age_days=max_age_days,
@@ -342,29 +341,25 @@ class MemoryManager(ManagerAdmin):
         user_id: str | None = None,
     ) -> ConsolidateReport:
         """See :meth:`MemoryAPI.consolidate <hello_memory.api.MemoryAPI.consolidate>`."""
-        core = self._open()
-        with core.lock:
-            return lifecycle.consolidate(core, from_type, to_type, importance_threshold, user_id=self._user(user_id))
+        return lifecycle.consolidate(
+            self._open(), from_type, to_type, importance_threshold, user_id=self._user(user_id)
+        )
 
     def clear_all(self, user_id: str | None = None) -> int:
         """See :meth:`MemoryAPI.clear_all <hello_memory.api.MemoryAPI.clear_all>`."""
         core = self._open()
         uid = self._user(user_id)
-        with core.lock:
-            found = core.records.scan(uid, RecordQuery(deleted=None))
-            try:
-                deletes.remove(core, found)
-            except IndexPendingError as e:
-                e.result = len(found)
-                raise
-            return len(found)
+        found = core.records.ids(uid)
+        try:
+            deletes.in_steps(core, uid, found, hard=True)
+        except IndexPendingError as e:
+            e.result = len(found)
+            raise
+        return len(found)
 
     def forget_user(self, user_id: str) -> dict[str, int]:
         """See :meth:`MemoryAPI.forget_user <hello_memory.api.MemoryAPI.forget_user>`."""
-        core = self._open()
-        uid = check_id(user_id, "user_id")
-        with core.lock:
-            return deletes.forget_user(core, uid)
+        return deletes.forget_user(self._open(), check_id(user_id, "user_id"))
 
     # -- reports ----------------------------------------------------------------------------
     def stats(self, *, user_id: str | None = None) -> MemoryStats:

@@ -4,7 +4,11 @@ The record alone decides every read (each vector or graph hit is checked against
 records), so once the deletion of the record is committed the memory is gone for every caller.
 The clean-up of the other stores follows under a pending marker; if it fails,
 :class:`~hello_memory.errors.IndexPendingError` says "committed, index pending" and recovery
-completes it. All of these run under ``core.lock``.
+completes it. :func:`soft_delete`, :func:`purge` and :func:`remove` run under ``core.lock``
+(the caller's); :func:`in_steps` and :func:`forget_user` take it themselves, a bounded step at a
+time. A hard deletion marks every memory first, in one step, so a process killed between the
+steps leaves markers that recovery completes: once started, it ends complete. A soft deletion
+(restorable) forgets each step's memories in one unit.
 """
 
 from __future__ import annotations
@@ -92,24 +96,56 @@ def scrub(core: MemoryCore, *, vacuum: bool = False) -> None:
         graph_scrub(vacuum=vacuum)
 
 
+def in_steps(core: MemoryCore, user_id: str, ids: Sequence[str], *, hard: bool,
+             reasons: Sequence[str] | str = "", step: int = 256) -> None:
+    """Delete the user's memories ``ids`` a step of ``step`` at a time under ``core.lock``: purged
+    (``hard``, then :func:`scrub` once) or forgotten with ``reasons``. Marked first, in one step."""
+    if not ids:
+        return
+    why = [reasons] * len(ids) if isinstance(reasons, str) else list(reasons)
+    if hard:  # a purge, once started, ends complete (recovery); a forget is restorable step by step
+        with core.lock:
+            core.records.mark(user_id, list(ids), PendingOp.PURGE)
+    try:
+        for start in range(0, len(ids), step):
+            part = list(ids[start : start + step])
+            with core.lock:
+                found = core.records.read(user_id, part, include_deleted=True)
+                items = [found[i].item for i in part if i in found]
+                if hard:
+                    purge(core, items)
+                else:
+                    soft_delete(core, items, [r for i, r in zip(part, why[start:], strict=False) if i in found])
+    finally:
+        if hard:
+            with core.lock:
+                scrub(core)
+
+
 def forget_user(core: MemoryCore, user_id: str) -> dict[str, int]:
     """Delete every trace of ``user_id``: vectors, graph, records, history; returns counts per store.
 
-    Marked first (a crash midway is completed by recovery); the records go even when another store
-    fails, and ``IndexPendingError`` then says what is left to clean up.
+    Marked first (a crash midway is completed by recovery); then one write step per store, each a
+    single operation over the user's data; the records go even when another store fails, and
+    ``IndexPendingError`` then says what is left to clean up.
     """
     ids = core.records.ids(user_id)
-    core.records.mark(user_id, ids, PendingOp.PURGE)
+    with core.lock:
+        core.records.mark(user_id, ids, PendingOp.PURGE)
     counts: dict[str, int] = {}
     failure: Exception | None = None
     try:
-        counts.update({f"vectors:{k}": v for k, v in core.dense.forget_user(user_id).items()})
-        counts.update({f"graph:{k}": v for k, v in core.graph.forget_user(user_id).items()})
+        with core.lock:
+            counts.update({f"vectors:{k}": v for k, v in core.dense.forget_user(user_id).items()})
+        with core.lock:
+            counts.update({f"graph:{k}": v for k, v in core.graph.forget_user(user_id).items()})
     except Exception as e:
         failure = e
-    records = core.records.forget_user(user_id, keep_pending=failure is not None)
+    with core.lock:
+        records = core.records.forget_user(user_id, keep_pending=failure is not None)
     counts.update({f"records:{k}": v for k, v in records.items()})
-    scrub(core, vacuum=True)
+    with core.lock:
+        scrub(core, vacuum=True)
     if failure is not None:
         raise pending(ids, failure, "forget_user", result=counts) from failure
     return counts

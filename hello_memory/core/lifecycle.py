@@ -7,8 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from hello_memory.core import MemoryCore, writes
-from hello_memory.core.deletes import remove, soft_delete
+from hello_memory.core import MemoryCore, deletes, writes
 from hello_memory.core.prepare import prepare
 from hello_memory.core.scoring import recency
 from hello_memory.errors import IndexPendingError, InvalidInputError, LLMError
@@ -31,6 +30,7 @@ from hello_memory.validation import (
 
 logger = logging.getLogger(__name__)
 STRATEGIES = ("importance_based", "time_based", "capacity_based", "combined")
+CONSOLIDATE_STEP = 256  # sources per consolidation write step
 DUPLICATE_COSINE = 0.97
 
 
@@ -103,10 +103,8 @@ def forget(
         ],
     )
     try:
-        if purge and chosen:
-            remove(core, [it for it, _ in chosen])
-        elif chosen:
-            soft_delete(core, [it for it, _ in chosen], [r for _, r in chosen])
+        ids, reasons = [it.id for it, _ in chosen], [r for _, r in chosen]
+        deletes.in_steps(core, user_id, ids, hard=purge, reasons=reasons)  # bounded write steps
     except IndexPendingError as e:  # committed: the report is true, only the index lags
         e.result = report
         raise
@@ -219,5 +217,16 @@ def _commit_consolidation(
     new_items: list[MemoryItem],
     merges: list[tuple[MemoryItem, MemoryItem]],
 ) -> None:
-    """Promote, merge and remove the sources in one write unit (see :func:`hello_memory.core.writes.consolidate`)."""
-    writes.consolidate(core, sources, prepare(core, new_items), merges)
+    """Promote, merge and remove the sources, :data:`CONSOLIDATE_STEP` sources per write unit (see
+    :func:`hello_memory.core.writes.consolidate`); each step embeds its new memories before it takes
+    the lock. Every step is all or nothing; a consolidation that fails midway keeps the steps done
+    (their sources are gone, promoted) and raises: running it again promotes the rest, merging into
+    what earlier steps stored instead of promoting twice."""
+    for start in range(0, len(sources), CONSOLIDATE_STEP):
+        part = sources[start : start + CONSOLIDATE_STEP]
+        ids = {s.id for s in part}
+        mine = [it for it in new_items if it.metadata.get("consolidated_from") in ids]
+        twins = [(src, twin) for src, twin in merges if src.id in ids]
+        prepared = prepare(core, mine)  # embedding: outside the lock
+        with core.lock:
+            writes.consolidate(core, part, prepared, twins)

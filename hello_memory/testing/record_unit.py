@@ -78,3 +78,23 @@ class RecordUnitContract:
             store.write([RecordWrite(fresh, pending=PendingOp.INDEX), RecordWrite(clash, pending=PendingOp.INDEX)])
         assert store.read(ALICE, [fresh.id, clash.id]) == {}
         assert store.unsettled() == []
+
+    def test_batch_markers_name_their_batch_until_it_is_published(self, store: RecordStore) -> None:
+        a, b, c = memory("step one"), memory("step two"), memory("another batch")
+        store.write([RecordWrite(a, pending=PendingOp.BATCH, batch="b1")])
+        store.write([RecordWrite(b, pending=PendingOp.BATCH, batch="b1")])
+        store.write([RecordWrite(c, pending=PendingOp.BATCH, batch="b2")])
+        found = {p.memory_id: (p.op, p.batch) for p in store.unsettled()}
+        assert found == {a.id: (PendingOp.BATCH, "b1"), b.id: (PendingOp.BATCH, "b1"),
+                         c.id: (PendingOp.BATCH, "b2")}
+        assert all(p.at > 0 for p in store.unsettled())
+        store.publish(BOB, "b1")  # another user's publish changes nothing of alice's
+        assert {p.memory_id: p.op for p in store.unsettled()}[a.id] == PendingOp.BATCH
+        store.publish(ALICE, "b1")
+        after = {p.memory_id: (p.op, p.batch) for p in store.unsettled()}
+        assert after == {a.id: (PendingOp.INDEX, None), b.id: (PendingOp.INDEX, None),
+                         c.id: (PendingOp.BATCH, "b2")}
+        store.settle(ALICE, [a.id, b.id])
+        store.mark(ALICE, [c.id], PendingOp.PURGE)  # a marker set over a batch's forgets the batch
+        assert [(p.op, p.batch) for p in store.unsettled()] == [(PendingOp.PURGE, None)]
+        assert isinstance(store.exclusive, bool)
