@@ -1,6 +1,6 @@
 """Large inserts in bounded write steps, still all or nothing (``add_many``, a conversation, an import).
 
-A write holds ``core.lock`` for one step at a time — :data:`STEP` memories: their records, vectors
+A write holds ``core.lock`` for one step at a time — ``state.STEP`` memories: their records, vectors
 and graph links, one write unit (:mod:`hello_memory.core.unit`) — so another user's write waits for
 one step of a 10,000-memory ``add_many``, never for all of it (reads never wait at all). The batch
 stays all or nothing:
@@ -16,7 +16,7 @@ stays all or nothing:
 A failure before the batch is published takes back what the earlier steps stored, step by step
 (records, vectors, graph links); a process killed there leaves ``BATCH`` markers, and recovery rolls
 their memories back. Meanwhile a reader may see the steps already written: a batch is atomic (it
-ends complete or absent), not isolated. A batch of at most :data:`STEP` memories is one step and
+ends complete or absent), not isolated. A batch of at most ``STEP`` memories is one step and
 one write unit, as any write.
 
 Example:
@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TypeVar
 
-from hello_memory.core import MemoryCore, semantic, working
+from hello_memory.core import MemoryCore, semantic, state, working
 from hello_memory.core.deletes import purge
 from hello_memory.core.prepare import Prepared
 from hello_memory.core.unit import by_user, pending
@@ -40,7 +40,6 @@ from hello_memory.errors import IndexPendingError, StoreError
 from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
 
 logger = logging.getLogger(__name__)
-STEP = 256  # memories per write step: tens of milliseconds under the lock (BENCHMARKS.md, "Concurrency")
 T = TypeVar("T")
 
 
@@ -62,7 +61,7 @@ def insert_in_steps(
     Raises:
         StoreError, DiskFullError, ...: a step failed; what earlier steps stored was taken back.
     """
-    if len(prepared.items) <= STEP:
+    if len(prepared.items) <= state.STEP:
         with core.lock:
             return insert(core, prepared, history=history, supersede=supersede, what=what)[0]
     batch = uuid.uuid4().hex
@@ -96,7 +95,7 @@ def _parts(prepared: Prepared) -> list[Prepared]:
             {it.id: prepared.vectors[it.id] for it in part if it.id in prepared.vectors},
             {it.id: prepared.links[it.id] for it in part if it.id in prepared.links},
         )
-        for part in chunks(prepared.items, STEP)
+        for part in chunks(prepared.items, state.STEP)
     ]
 
 
@@ -104,7 +103,7 @@ def _take_back(core: MemoryCore, added: list[MemoryItem], what: str) -> None:
     """Delete what the committed steps of a failed batch stored, a step at a time (nothing was
     superseded yet). If that fails too, the ``BATCH`` markers stay and recovery rolls them back."""
     try:
-        for part in chunks(added, STEP):
+        for part in chunks(added, state.STEP):
             with core.lock:
                 purge(core, part)
     except Exception as e:  # the caller re-raises the batch's own error
@@ -119,7 +118,7 @@ def _settle(core: MemoryCore, added: list[MemoryItem], prepared: Prepared, super
     the caller learns it through :class:`~hello_memory.errors.IndexPendingError`.
     """
     try:
-        for part in chunks(added, STEP):
+        for part in chunks(added, state.STEP):
             with core.lock:
                 if supersede:
                     for it in part:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hello_memory.core import MemoryCore
+from hello_memory.core import MemoryCore, state
 from hello_memory.core.unit import by_user, commit, marker, pending, unindex
 from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
 from hello_memory.stores.records.base import PendingOp, RecordWrite, StoredRecord
@@ -97,9 +97,11 @@ def scrub(core: MemoryCore, *, vacuum: bool = False) -> None:
 
 
 def in_steps(core: MemoryCore, user_id: str, ids: Sequence[str], *, hard: bool,
-             reasons: Sequence[str] | str = "", step: int = 256) -> None:
-    """Delete the user's memories ``ids`` a step of ``step`` at a time under ``core.lock``: purged
-    (``hard``, then :func:`scrub` once) or forgotten with ``reasons``. Marked first, in one step."""
+             reasons: Sequence[str] | str = "") -> None:
+    """Delete the user's memories ``ids`` a step (:data:`~hello_memory.core.state.STEP`) at a time
+    under ``core.lock``: purged (``hard``: marked first, in one step; then :func:`scrub` once) or
+    forgotten with ``reasons``."""
+    step = state.STEP
     if not ids:
         return
     why = [reasons] * len(ids) if isinstance(reasons, str) else list(reasons)

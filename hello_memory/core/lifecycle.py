@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from hello_memory.core import MemoryCore, deletes, writes
+from hello_memory.core import MemoryCore, deletes, state, writes
 from hello_memory.core.prepare import prepare
 from hello_memory.core.scoring import recency
 from hello_memory.errors import IndexPendingError, InvalidInputError, LLMError
@@ -30,7 +30,6 @@ from hello_memory.validation import (
 
 logger = logging.getLogger(__name__)
 STRATEGIES = ("importance_based", "time_based", "capacity_based", "combined")
-CONSOLIDATE_STEP = 256  # sources per consolidation write step
 DUPLICATE_COSINE = 0.97
 
 
@@ -217,13 +216,13 @@ def _commit_consolidation(
     new_items: list[MemoryItem],
     merges: list[tuple[MemoryItem, MemoryItem]],
 ) -> None:
-    """Promote, merge and remove the sources, :data:`CONSOLIDATE_STEP` sources per write unit (see
+    """Promote, merge and remove the sources, :data:`~hello_memory.core.state.STEP` per write unit (see
     :func:`hello_memory.core.writes.consolidate`); each step embeds its new memories before it takes
     the lock. Every step is all or nothing; a consolidation that fails midway keeps the steps done
     (their sources are gone, promoted) and raises: running it again promotes the rest, merging into
     what earlier steps stored instead of promoting twice."""
-    for start in range(0, len(sources), CONSOLIDATE_STEP):
-        part = sources[start : start + CONSOLIDATE_STEP]
+    for start in range(0, len(sources), state.STEP):
+        part = sources[start : start + state.STEP]
         ids = {s.id for s in part}
         mine = [it for it in new_items if it.metadata.get("consolidated_from") in ids]
         twins = [(src, twin) for src, twin in merges if src.id in ids]

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
+STEP = 256  # memories per write step under the lock (BENCHMARKS.md, "Concurrency"): tens of milliseconds
 MAX_QUEUED = 100_000  # access counts waiting for the lock; older ones are dropped beyond it
 
 

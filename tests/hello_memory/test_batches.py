@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hello_memory import MemoryManager, Settings
-from hello_memory.core import batches, recovery, writes
+from hello_memory.core import recovery, state, writes
 from hello_memory.core.prepare import prepare
 from hello_memory.errors import StoreError
 from hello_memory.stores.records.base import Pending, PendingOp
@@ -44,7 +44,7 @@ class Vectors(InMemoryVectorStore):
 
 @pytest.fixture
 def small_steps(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batches, "STEP", 4)
+    monkeypatch.setattr(state, "STEP", 4)
 
 
 def _manager(home: Path, vectors: Vectors | None = None) -> MemoryManager:
@@ -195,3 +195,69 @@ class _Proxy:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+class RowsPerHold:
+    """An RLock that records, per outermost hold, how many memories the records store deleted or wrote."""
+
+    def __init__(self, mm: MemoryManager) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0
+        self.holds: list[int] = []
+        self._count = 0
+        records = mm.core.records
+        real_delete, real_apply = records.delete, records.apply
+
+        def delete(user_id: str, ids: Any, **kw: Any) -> int:
+            self._count += len(ids)
+            return real_delete(user_id, ids, **kw)
+
+        def apply(writes_: Any) -> Any:
+            self._count += len(writes_)
+            return real_apply(writes_)
+
+        records.delete, records.apply = delete, apply  # type: ignore[method-assign]
+
+    def __enter__(self) -> None:
+        self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got = self._lock.acquire(blocking, timeout)
+        if got:
+            self._depth += 1
+            if self._depth == 1:
+                self._start = self._count
+        return got
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.holds.append(self._count - self._start)
+        self._lock.release()
+
+
+@pytest.mark.parametrize("operation", ["clear_all", "forget_purge", "forget_soft", "consolidate"])
+def test_whole_store_operations_hold_the_lock_one_step_at_a_time(
+    tmp_path: Path, small_steps: None, operation: str
+) -> None:
+    with _manager(tmp_path) as mm:
+        kind = "working" if operation == "consolidate" else "episodic"
+        mm.add_many([{**it, "importance": 0.05 if operation.startswith("forget") else 0.9}
+                     for it in _items(10, kind=kind)])
+        counter = RowsPerHold(mm)
+        object.__setattr__(mm.core, "lock", counter)
+        if operation == "clear_all":
+            assert mm.clear_all() == 10
+        elif operation == "forget_purge":
+            assert len(mm.forget("importance_based", 0.1, purge=True).forgotten) == 10
+        elif operation == "forget_soft":
+            assert len(mm.forget("importance_based", 0.1).forgotten) == 10
+        else:
+            assert len(mm.consolidate("working", "episodic", 0.5).promoted) == 10
+        assert sum(counter.holds) >= 10 and max(counter.holds) <= 2 * 4  # ≤ one step (records + their twins)
+        assert len(counter.holds) >= 3
+        left = mm.get_all(memory_type="working" if operation == "consolidate" else None)
+        assert left == [] and mm.bundle.records.pending() == []
