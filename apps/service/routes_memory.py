@@ -153,19 +153,22 @@ async def search(body: SearchMemories, core: Core, who: Who) -> Response:
 @router.post("/memories/forget", response_model=ForgetReport, tags=["memories"], summary="forget")
 async def forget(body: Forget, core: Core, who: Who) -> Response:
     args = body.model_dump(exclude={"user_id"})
-    return json_response(await core.run(core.memory.forget, user_id=who.user(body.user_id), **args))
+    user = who.user(body.user_id)
+    return json_response(await core.run(core.memory.forget, user_id=user, writer=writer(user), **args))
 
 
 @router.post("/memories/consolidate", response_model=ConsolidateReport, tags=["memories"], summary="consolidate")
 async def consolidate(body: Consolidate, core: Core, who: Who) -> Response:
+    user = who.user(body.user_id)
     report = await core.run(core.memory.consolidate, body.from_type, body.to_type, body.importance_threshold,
-                            user_id=who.user(body.user_id))
+                            user_id=user, writer=writer(user))
     return json_response(report)
 
 
 @router.post("/memories/clear", response_model=Count, tags=["memories"], summary="clear_all")
 async def clear_all(body: ForUser, core: Core, who: Who) -> Response:
-    return json_response(Count(count=await core.run(core.memory.clear_all, who.user(body.user_id))))
+    user = who.user(body.user_id)
+    return json_response(Count(count=await core.run(core.memory.clear_all, user, writer=writer(user))))
 
 
 @router.post("/memories/context", response_model=ContextBlock, tags=["memories"], summary="build_context")
@@ -194,7 +197,8 @@ async def history(memory_id: str, core: Core, who: Who, user_id: UserParam = Non
 
 @router.post("/memories/{memory_id:path}/restore", response_model=MemoryItem, tags=["memories"], summary="restore")
 async def restore(memory_id: str, body: ForUser, core: Core, who: Who) -> Response:
-    return json_response(await core.run(core.memory.restore, memory_id, user_id=who.user(body.user_id)))
+    user = who.user(body.user_id)
+    return json_response(await core.run(core.memory.restore, memory_id, user_id=user, writer=writer(user)))
 
 
 @router.get("/memories/{memory_id:path}", response_model=MemoryItem, tags=["memories"], summary="get")
@@ -214,14 +218,16 @@ async def update(memory_id: str, body: UpdateMemory, core: Core, who: Who) -> Re
 
 @router.delete("/memories/{memory_id:path}", status_code=204, tags=["memories"], summary="remove")
 async def remove(memory_id: str, core: Core, who: Who, user_id: UserParam = None) -> Response:
-    await core.run(core.memory.remove, memory_id, user_id=who.user(user_id))
+    user = who.user(user_id)
+    await core.run(core.memory.remove, memory_id, user_id=user, writer=writer(user))
     return Response(status_code=204)
 
 
 @router.delete("/users/{user_id:path}", response_model=dict[str, int], tags=["users"],
                summary="forget_user: memories and the default knowledge base docs_<user>")
 async def forget_user(user_id: str, core: Core, who: Who) -> Response:
-    return json_response(await core.run(users.forget_user, core, who.user(user_id)), _COUNTS)
+    user = who.user(user_id)
+    return json_response(await core.run(users.forget_user, core, user, writer=writer(user)), _COUNTS)
 
 
 @router.get("/users", response_model=list[MemoryStats], tags=["users"], summary="stats of every user (admin)")

@@ -20,7 +20,7 @@ from apps.service.auth import Principal
 from apps.service.core import ServiceCore
 from apps.service.deps import Who, core_of
 from apps.service.models import Export, ForUser
-from apps.service.routes_memory import json_response
+from apps.service.routes_memory import json_response, writer
 from apps.service.routing import ServiceRoute
 from apps.service.spool import ImportSpool
 from hello_memory.models import ImportReport, ReindexReport
@@ -94,12 +94,14 @@ async def import_lines(
     except BaseException:
         spool.close()
         raise
-    report = await core.run(core.memory.import_lines, lines, reembed=reembed, timeout=core.service.transfer_timeout)
+    report = await core.run(core.memory.import_lines, lines, reembed=reembed, timeout=core.service.transfer_timeout,
+                            writer=writer(who.user_id))
     return json_response(report)
 
 
 @router.post("/graph/reindex", response_model=ReindexReport, summary="reindex_graph")
 async def reindex_graph(body: ForUser, core: Core, who: Who) -> Response:
     user = None if who.admin and body.user_id is None else who.user(body.user_id)
-    report = await core.run(core.memory.reindex_graph, user, timeout=core.service.transfer_timeout)
+    report = await core.run(core.memory.reindex_graph, user, timeout=core.service.transfer_timeout,
+                            writer=writer(user or who.user_id))
     return json_response(report)

@@ -208,3 +208,31 @@ def test_the_client_gives_up_on_429_when_retry_after_passes_its_deadline(monkeyp
     with pytest.raises(ServiceError) as caught:
         http.request("POST", "/v1/memories", body={"content": "x"})
     assert caught.value.status == 429 and "bob" in str(caught.value)
+
+
+WRITES = [  # every write route of a user's memory, as (method, path, body)
+    ("POST", "/v1/memories", {"content": "x", "memory_type": "episodic", "user_id": "dave"}),
+    ("POST", "/v1/memories/batch", {"items": [{"content": "x", "memory_type": "episodic", "user_id": "dave"}]}),
+    ("POST", "/v1/memories/forget", {"strategy": "importance_based", "threshold": 0.1, "user_id": "dave"}),
+    ("POST", "/v1/memories/consolidate", {"from_type": "working", "to_type": "episodic", "user_id": "dave"}),
+    ("POST", "/v1/memories/clear", {"user_id": "dave"}),
+    ("PATCH", "/v1/memories/{mid}", {"importance": 0.9, "user_id": "dave"}),
+    ("POST", "/v1/memories/{mid}/restore", {"user_id": "dave"}),
+    ("DELETE", "/v1/memories/{mid}?user_id=dave", None),
+    ("DELETE", "/v1/users/dave", None),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), WRITES, ids=[f"{m} {p}" for m, p, _ in WRITES])
+def test_every_write_passes_the_users_admission(served, method: str, path: str, body: dict | None) -> None:
+    with httpx.Client(base_url=served.url, timeout=10) as client:
+        made = client.post("/v1/memories", json={"content": "dave's memory", "memory_type": "episodic",
+                                                 "user_id": "dave"})
+        assert made.status_code == 201, made.text
+        release = served.core.slots.take("user 'dave'")  # dave's one write slot is taken
+        try:
+            answer = client.request(method, path.format(mid=made.json()["id"]), json=body)
+            assert answer.status_code == 429, (path, answer.text)
+        finally:
+            release()
+        assert client.request(method, path.format(mid=made.json()["id"]), json=body).status_code < 400
