@@ -35,6 +35,7 @@ ERROR_CODES: dict[type[E.HelloMemoryError], tuple[str, int]] = {
     E.DimensionMismatchError: ("dimension_mismatch", 409),
     E.EmbedderMismatchError: ("embedder_mismatch", 409),
     E.StoreLockedError: ("store_locked", 503),
+    E.ForkedProcessError: ("forked_process", 500),
     E.CorruptStoreError: ("corrupt_store", 500),
     E.DiskFullError: ("disk_full", 507),
     E.IndexPendingError: ("index_pending", 503),
