@@ -20,6 +20,7 @@ from typing import Any, overload
 from hello_memory.api import Messages
 from hello_memory.core import (
     MemoryCore,
+    conversations,
     deletes,
     lifecycle,
     recovery,
@@ -193,7 +194,7 @@ class MemoryManager(ManagerAdmin):
             "created_at": created_at, "metadata": metadata, "fields": fields, "memory_id": memory_id,
         }
         if _items.is_conversation(content):
-            return self._store(_items.build_turns(**args))
+            return conversations.add(core, _items.build_turns(**args), store=self._store)
         return self._store([_items.build_item(**args)])[0]
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:

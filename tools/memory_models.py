@@ -41,6 +41,9 @@ class ChatMessageArg(ActionArgs):
     content: str = Field(min_length=1, max_length=20_000, description="What was said.")
     name: str | None = Field(None, min_length=1, max_length=200,
                              description="The speaker's name when known (e.g. 'Caroline'); default the role.")
+    id: str | None = Field(None, min_length=1, max_length=256, description=(
+        "The message's own id, if the chat gives one: sending the chat again matches messages by it, "
+        "and a changed text under the same id replaces that turn."))
     created_at: str | None = Field(None, max_length=64,
                                    description="When it was said (ISO 8601); default now, in message order.")
 

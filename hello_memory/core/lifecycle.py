@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from hello_memory.core import MemoryCore, writes
+from hello_memory.core import MemoryCore, conversations, writes
 from hello_memory.core.deletes import remove, soft_delete
 from hello_memory.core.prepare import prepare
 from hello_memory.core.scoring import recency
@@ -219,5 +219,8 @@ def _commit_consolidation(
     new_items: list[MemoryItem],
     merges: list[tuple[MemoryItem, MemoryItem]],
 ) -> None:
-    """Promote, merge and remove the sources in one write unit (see :func:`hello_memory.core.writes.consolidate`)."""
-    writes.consolidate(core, sources, prepare(core, new_items), merges)
+    """Promote, merge and remove the sources in one write unit (see :func:`hello_memory.core.writes.consolidate`);
+    conversation turns among the sources leave tombstones, so a re-sent chat does not store them again."""
+    prepared = prepare(core, new_items)
+    conversations.bury(core, sources)
+    writes.consolidate(core, sources, prepared, merges)
