@@ -142,6 +142,9 @@ class MemoryManager(ManagerAdmin):
         self.bundle  # noqa: B018 - raises once closed
         return self.core
 
+    def _bundle_vectors(self) -> VectorStore:
+        return self.bundle.vectors
+
     def _user(self, user_id: str | None) -> str:
         return self.user_id if user_id is None else check_id(user_id, "user_id")
 

@@ -64,6 +64,10 @@ INDEX_THRESHOLD = 20_000  # points outside the HNSW graph before a background bu
 _INDEX_CHECK_EVERY = 1_000  # points written between two looks at a collection's unindexed count
 
 
+def _layout(compact: bool) -> str:
+    return "compact" if compact else "mapped"
+
+
 class QdrantEdgeVectorStore(VectorStoreAdapter):
     """A :class:`~hello_memory.stores.vectors.base.VectorStore` in a local directory (Qdrant Edge shards).
 
@@ -175,6 +179,53 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
             self._budget.for_optimize(points, meta.dimension)  # segments are rebuilt
             with engine_errors("optimize", self._path):
                 return shard.optimize()
+
+    def layouts(self) -> dict[str, str]:
+        """Each collection's vector layout, ``"compact"`` or ``"mapped"`` (see ``compact`` above)."""
+        out = {}
+        for name in self.collections():
+            meta = self._metas.get(name) or read_meta(self._path / name)
+            if meta is not None:
+                out[name] = _layout(meta.compact)
+        return out
+
+    def relayout(self, collection: str) -> bool:
+        """Rebuild a collection in this store's layout (``compact`` or not); whether it changed.
+
+        Blocking (a background index build, run to its end: the collection keeps serving meanwhile,
+        and a write made during it is replayed). The layout is recorded once the rebuilt shard is
+        in place; a process killed before that leaves the old record, and running this again rebuilds.
+
+        Raises:
+            StoreError: the rebuild failed or there is no room for it; the collection is as it was.
+        """
+        wanted = _layout(self._compact)
+        if not self.wait_for_index(collection):
+            raise StoreError(f"collection {collection!r} is being indexed; try again")
+        with self._lock:
+            shard, meta = self._open(collection)
+            if meta.compact == self._compact:
+                return False
+            build = edge_build.start(self._path / collection, SHARD_DIR, shard, meta.dimension, self._budget,
+                                     self._compact)
+            if build is None:
+                raise StoreError(f"collection {collection!r} could not be rebuilt in the {wanted} layout (no room "
+                                 "on the disk, see the log); it keeps its own")
+            self._builds[collection] = build
+        try:
+            done = edge_build.complete(build, collection, self._shards, self._lock, lambda: self._closed)
+        finally:
+            self._builds.pop(collection, None)
+            build.done.set()
+        if not done:
+            raise StoreError(f"rebuilding collection {collection!r} in the {wanted} layout failed (see the log); "
+                             "it keeps its own")
+        with self._lock:
+            new = CollectionMeta(meta.dimension, meta.embedder, self._compact)
+            write_meta(self._path / collection, new)
+            self._metas[collection] = new
+        logger.info("collection %s rebuilt in the %s layout", collection, wanted)
+        return True
 
     def wait_for_index(self, collection: str, timeout: float | None = None) -> bool:
         """Wait for a running background index build of ``collection``; whether none is running now."""
@@ -329,6 +380,12 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
                 shard = qe.EdgeShard.load(str(shard_dir))
                 ensure_indexes(shard, lambda: self._budget.need(self._budget.min_free))
             self._shards[name], self._metas[name] = shard, meta
+            if meta.compact != self._compact:
+                logger.warning(
+                    "vector collection %s keeps its %s layout: vector_memory=%s applies to new collections; "
+                    "rebuild it in the %s layout with `hello-memory reindex --vectors --home %s`",
+                    name, _layout(meta.compact), _layout(self._compact), _layout(self._compact), self._path.parent,
+                )
             self._maybe_build(name, shard, self._index_threshold or 0)  # a graph left unbuilt
             return shard, meta
 
