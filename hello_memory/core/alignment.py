@@ -13,15 +13,17 @@ sent) and, when the message carries its own time, of that time.
 
 **Edits without ids** are the positions of an overlap where the stored and the sent message differ
 and the sent one carries no id: the message there replaces its turn. An overlap with differences is
-taken only when edits are few — one, or one per :data:`EDIT_SPAN` messages of a longer overlap — and
-it either spans the session from its first turn (the whole history was sent) or is at least
-:data:`EDIT_CONTEXT` long with at least two matching messages per edit. Anything else is ambiguous
+taken only when edits are few — one, or one per :data:`EDIT_SPAN` messages of a longer overlap, at
+most :data:`MAX_EDITS` — and it either spans the session from its first turn (the whole history was
+sent) or is at least :data:`EDIT_CONTEXT` long with at least two matching messages per edit. Anything
+else is ambiguous
 — a client sending only its new messages may repeat an earlier exchange ("hi" / "hello"), and in a
 chat of short replies ("ok") a window slid by two positions differs from the stored tail at every
 other message — and is not taken: those messages count as new.
 
 **A client that drops removed messages** from its history is aligned as well: the overlap is also
-sought against the live turns alone, and the longer of the two wins (ties: the whole sequence).
+sought against the live turns alone, and the longer of the two wins (ties: the one with fewer
+edits, then the whole sequence).
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from dataclasses import dataclass, field
 
 #: The shortest overlap that reveals an edit when it does not span the whole session.
 EDIT_CONTEXT = 3
-#: An overlap longer than this many messages may hold one more edit per this many.
+#: An overlap longer than this many messages may hold one more edit per this many ...
 EDIT_SPAN = 8
+#: ... up to this many edits in one re-send.
+MAX_EDITS = 4
 #: Two times within this many seconds are the same time (stored times round-trip through floats).
 TIME_TOLERANCE = 0.0015
 
@@ -99,7 +103,8 @@ def align(stored: Sequence[Slot], sent: Sequence[Sent], *, whole: bool) -> Align
     if len(live) == len(stored):
         return full
     dropped = _overlap(live, stored, sent, whole)
-    return dropped if dropped.overlap > full.overlap else full
+    better = (dropped.overlap, -len(dropped.edits)) > (full.overlap, -len(full.edits))
+    return dropped if better else full
 
 
 def _overlap(order: list[int], stored: Sequence[Slot], sent: Sequence[Sent], whole: bool) -> Alignment:
@@ -107,28 +112,32 @@ def _overlap(order: list[int], stored: Sequence[Slot], sent: Sequence[Sent], who
     m = len(order)
     for k in range(min(m, len(sent)), 0, -1):
         base = m - k
-        misses = _differences(order[base:], stored, sent)
+        misses = _differences(order[base:], stored, sent, _most_edits(k))
         if misses is None or (misses and not _edits_allowed(k, len(misses), spans=whole and k == m)):
             continue
         return Alignment({j: order[base + j] for j in range(k)}, frozenset(misses))
     return Alignment()
 
 
+def _most_edits(k: int) -> int:
+    """The most edits an overlap of length ``k`` may hold."""
+    return min(MAX_EDITS, max(1, k // EDIT_SPAN))
+
+
 def _edits_allowed(k: int, edits: int, *, spans: bool) -> bool:
     """Whether an overlap of length ``k`` with ``edits`` differences is taken (module docstring)."""
-    if edits > max(1, k // EDIT_SPAN):
-        return False
     return (spans and k - edits >= edits) or (k >= EDIT_CONTEXT and k - edits >= 2 * edits)
 
 
-def _differences(window: list[int], stored: Sequence[Slot], sent: Sequence[Sent]) -> list[int] | None:
-    """The positions where ``sent`` differs from ``stored[window]``; ``None`` when one of them is a message
-    that carries an id (its turn is the one of that id: no edit) or when most positions differ."""
+def _differences(window: list[int], stored: Sequence[Slot], sent: Sequence[Sent], most: int) -> list[int] | None:
+    """The positions where ``sent`` differs from ``stored[window]``; ``None`` when there are more than
+    ``most``, or one of them is a message that carries an id (its turn is the one of that id: no edit).
+    Stopping at the first difference too many keeps a long re-send linear in practice."""
     misses: list[int] = []
     for j, i in enumerate(window):
         if same(stored[i], sent[j]):
             continue
-        if sent[j].refs or 2 * (len(misses) + 1) > len(window):
+        if sent[j].refs or len(misses) == most:
             return None
         misses.append(j)
     return misses

@@ -1,4 +1,4 @@
-"""A conversation re-sent through the ``memory`` tool and through MCP's ``memory_add``: the same contract as the library."""
+"""A conversation re-sent through the ``memory`` tool and MCP's ``memory_add``: the library's contract."""
 
 from __future__ import annotations
 

@@ -68,7 +68,8 @@ def test_bob_cannot_learn_what_alice_said_nor_block_her(keyed_service) -> None:
         first = alice.post("/v1/memories", json={"content": [said], "session_id": session})
         assert first.status_code == 201
         # The oracle: an add naming the id her turn would have got. Said or not, the same answer.
-        probes = [bob.post("/v1/memories", json={"content": "probe", "memory_id": legacy_turn_id("alice", session, m)})
+        probes = [bob.post("/v1/memories", json={"content": "probe",
+                                                 "memory_id": legacy_turn_id("alice", session, m)})
                   for m in (said, unsaid)]
         assert [_answer(p) for p in probes] == [(201, _answer(probes[0])[1])] * 2
         # The conversation form of the same probe (bob's own turn of alice's text): a turn of bob's own.
@@ -77,7 +78,8 @@ def test_bob_cannot_learn_what_alice_said_nor_block_her(keyed_service) -> None:
         # Blocking: bob took every id he can compute for her next messages first; she is not blocked.
         nxt = {"role": "user", "content": "and it is a girl"}
         for n in (1, 2):
-            taken = bob.post("/v1/memories", json={"content": "mine", "memory_id": legacy_turn_id("alice", session, nxt, n)})
+            guess = legacy_turn_id("alice", session, nxt, n)
+            taken = bob.post("/v1/memories", json={"content": "mine", "memory_id": guess})
             assert taken.status_code == 201
         again = alice.post("/v1/memories", json={"content": [said, nxt, nxt], "session_id": session})
         assert again.status_code == 201, again.text

@@ -267,10 +267,10 @@ def test_switching_vector_memory_warns_at_open_and_reindex_vectors_applies_it(tm
         item = mm.add("a note about tea", memory_type="semantic")
     monkeypatch.setenv("HELLO_MEMORY_EMBEDDER", "tfidf")
     monkeypatch.setenv("HELLO_MEMORY_VECTOR_MEMORY", "compact")
-    with caplog.at_level("WARNING", logger="hello_memory.stores.vectors.edge"):
-        with MemoryManager(Settings(home=home), user_id="u") as mm:
-            assert mm.search("tea", limit=1)[0].item.id == item.id
-            collections = mm.bundle.vectors.layouts()
+    with caplog.at_level("WARNING", logger="hello_memory.stores.vectors.edge"), \
+            MemoryManager(Settings(home=home), user_id="u") as mm:
+        assert mm.search("tea", limit=1)[0].item.id == item.id
+        collections = mm.bundle.vectors.layouts()
     assert set(collections.values()) == {"mapped"}
     warned = [r.getMessage() for r in caplog.records if "keeps its mapped layout" in r.getMessage()]
     assert warned and "hello-memory reindex --vectors --home" in warned[0]
@@ -294,6 +294,6 @@ def test_reindex_vectors_on_a_qdrant_server_says_it_has_no_layout(tmp_path, monk
     from hello_memory import MemoryManager, Settings
     from hello_memory.errors import InvalidInputError
 
-    with MemoryManager(Settings(home=tmp_path / "never", embedder="tfidf", qdrant_url=":memory:")) as mm:
-        with pytest.raises(InvalidInputError, match="configured on the server"):
-            mm.relayout_vectors()
+    settings = Settings(home=tmp_path / "never", embedder="tfidf", qdrant_url=":memory:")
+    with MemoryManager(settings) as mm, pytest.raises(InvalidInputError, match="configured on the server"):
+        mm.relayout_vectors()

@@ -1,0 +1,89 @@
+"""What a removed conversation turn leaves (a tombstone: no text, no id), and what stays as the user left it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hello_memory import MemoryManager, Settings
+from hello_memory.core.items import message_digest
+from hello_memory.stores.records.sqlite import SQLiteRecordStore
+from hello_memory.testing.conversation_resend import LibraryEntry, reply, said, texts
+
+PIN = said("my PIN is 4711")
+
+
+@pytest.fixture
+def mm(tmp_path: Path) -> Iterator[MemoryManager]:
+    with MemoryManager(Settings(home=tmp_path / "data", embedder="tfidf"), user_id="carol") as manager:
+        yield manager
+
+
+def _rows(store: SQLiteRecordStore) -> list[tuple[str, tuple[object, ...]]]:
+    tables = [r[0] for r in store.query("SELECT name FROM sqlite_master WHERE type='table'")]
+    return [(t, tuple(row)) for t in tables for row in store.query(f'SELECT * FROM "{t}"')]
+
+
+def test_a_tombstone_keeps_neither_the_text_nor_the_id_nor_a_guessable_digest(mm: MemoryManager) -> None:
+    ids = [t.id for t in mm.add([PIN, reply("noted")], session_id="bank")]
+    mm.remove(ids[0])
+    store = mm.bundle.records
+    assert isinstance(store, SQLiteRecordStore)
+    (stone,) = store.tombstones("carol", "bank")
+    plain = message_digest("user", None, "my PIN is 4711")
+    for table, row in _rows(store):
+        flat = json.dumps(row, default=str)
+        assert "4711" not in flat and ids[0] not in flat and plain not in flat, table
+    # Every PIN's plain digest is computable (10,000 guesses); the tombstone matches none without the key.
+    guesses = {message_digest("user", None, f"my PIN is {n:04d}") for n in range(10_000)}
+    assert stone.digest not in guesses and stone.mark != hashlib.sha256(ids[0].encode()).hexdigest()
+    assert mm.add([PIN, reply("noted")], session_id="bank") == [mm.get(ids[1])]
+
+
+def test_turns_stored_before_digests_are_recognised_by_speaker_and_text(mm: MemoryManager) -> None:
+    # What add(messages) stored before this change: turns without message_digest, ids of another scheme.
+    legacy = mm.add_many([
+        {"content": "Caroline: I went to the support group", "memory_type": "episodic", "session_id": "s",
+         "event_type": "conversation", "participants": ["Caroline"], "created_at": f"2023-05-08T13:56:0{n}Z"}
+        if n == 0 else
+        {"content": "How did it go?", "memory_type": "episodic", "session_id": "s", "event_type": "conversation",
+         "participants": ["assistant"], "created_at": f"2023-05-08T13:56:0{n}Z"}
+        for n in range(2)
+    ])
+    assert all(t.message_digest is None for t in legacy)
+    again = mm.add([said("I went to the support group", name="Caroline"), reply("How did it go?"),
+                    said("It went well", name="Caroline")], session_id="s")
+    assert [t.id for t in again[:2]] == [t.id for t in legacy]
+    assert texts(LibraryEntry(mm), "s") == [t.content for t in legacy] + ["Caroline: It went well"]
+
+
+def test_consolidated_turns_are_not_stored_again(mm: MemoryManager) -> None:
+    chat = [said("I am allergic to peanuts"), reply("noted")]
+    ids = [t.id for t in mm.add(chat, session_id="s", importance=0.9)]
+    report = mm.consolidate("episodic", "semantic", importance_threshold=0.8)
+    assert set(report.source_ids) == set(ids)
+    assert mm.add(chat, session_id="s") == []
+    assert texts(LibraryEntry(mm), "s") == []
+
+
+def test_clear_all_sticks_and_forget_user_starts_afresh(mm: MemoryManager) -> None:
+    chat = [PIN, reply("noted")]
+    mm.add(chat, session_id="bank")
+    assert mm.clear_all() == 2
+    assert mm.add(chat, session_id="bank") == []  # what the user deleted stays deleted
+    counts = mm.forget_user("carol")
+    assert counts["records:tombstones"] == 2
+    assert [t.content for t in mm.add(chat, session_id="bank")] == ["my PIN is 4711", "noted"]  # nothing kept
+
+
+def test_an_edit_is_a_new_version_in_the_turns_history(mm: MemoryManager) -> None:
+    ids = [t.id for t in mm.add([said("I live in Paris"), reply("nice"), said("bye")], session_id="s")]
+    mm.add([said("I live in Lisbon"), reply("nice"), said("bye")], session_id="s")
+    history = mm.history(ids[0])
+    assert [(h.event, (h.old or {}).get("content"), (h.new or {}).get("content")) for h in history] == [
+        ("add", None, "I live in Paris"), ("update", "I live in Paris", "I live in Lisbon")]
+    assert [h.item.id for h in mm.search("Where does the user live? Lisbon", limit=1)] == [ids[0]]
