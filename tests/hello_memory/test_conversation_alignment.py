@@ -65,7 +65,7 @@ def _replay(history: list[str], sends: list[list[str]]) -> list[str]:
 @settings(max_examples=200, deadline=None)
 @given(history=tokens, data=st.data())
 def test_a_client_sending_its_whole_history_stores_each_message_once_repeats_kept(history, data) -> None:
-    cuts = sorted(set(data.draw(st.lists(st.integers(1, len(history)), max_size=6)) + [len(history)]))
+    cuts = sorted(set([*data.draw(st.lists(st.integers(1, len(history)), max_size=6)), len(history)]))
     assert _replay(history, [history[:c] for c in cuts]) == history
 
 
@@ -88,5 +88,5 @@ def test_one_edited_message_in_the_whole_history_is_an_edit_in_place(n, data) ->
     history = [f"{'ua'[i % 2]}:message {i}" for i in range(n)]
     at = data.draw(st.integers(0, n - 1))
     edited = [*history[:at], history[at] + " (edited)", *history[at + 1 :]]
-    found = align(_slots(history), _sent(edited + ["u:new"]), whole=True)
+    found = align(_slots(history), _sent([*edited, "u:new"]), whole=True)
     assert found.overlap == n and found.edits == {at}
