@@ -280,17 +280,16 @@ def _read_session(core: MemoryCore, keys: Keys, sent: int, refs: list[str]) -> _
     """The session's last turns (at least ``sent`` of them, or all) and tombstones, oldest first, and
     every turn or tombstone the ``refs`` of the sent messages name."""
     turns, whole = _last_turns(core, keys, sent)
-    marks = {keys.mark(it.id) for it in turns}
+    wanted = sorted(set(refs) - {it.id for it in turns})
+    named_turns = list(core.records.read(keys.user, wanted, include_deleted=True).values()) if wanted else []
+    marks = {keys.mark(it.id) for it in [*turns, *(rec.item for rec in named_turns)]}
+    # A tombstone of a turn that is still there: buried, then the process died before the deletion.
     stones = [t for t in ledger(core).tombstones(keys.user, keys.session) if t.mark not in marks]
     first = turns[0].created_at.timestamp() if turns and not whole else float("-inf")
     behind: list[Element] = sorted([*turns, *(t for t in stones if t.at >= first)], key=_time)
-    named: dict[str, Element] = {r: t for t in stones for r in _refs(t)}
-    wanted = [r for r in refs if r not in named]
-    if wanted:
-        for rec in core.records.read(keys.user, wanted, include_deleted=True).values():
-            named.update({r: rec.item for r in _refs(rec.item)})
-    for element in behind:
-        named.update({r: element for r in _refs(element)})
+    named: dict[str, Element] = {}
+    for element in [*stones, *(rec.item for rec in named_turns), *behind]:
+        named.update(dict.fromkeys(_refs(element), element))
     return _Session([_slot(e) for e in behind], behind, whole, named)
 
 

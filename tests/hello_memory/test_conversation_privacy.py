@@ -87,3 +87,25 @@ def test_an_edit_is_a_new_version_in_the_turns_history(mm: MemoryManager) -> Non
     assert [(h.event, (h.old or {}).get("content"), (h.new or {}).get("content")) for h in history] == [
         ("add", None, "I live in Paris"), ("update", "I live in Paris", "I live in Lisbon")]
     assert [h.item.id for h in mm.search("Where does the user live? Lisbon", limit=1)] == [ids[0]]
+
+
+def test_a_tombstone_of_a_turn_still_there_does_not_hide_it(mm: MemoryManager) -> None:
+    # Killed between burying a turn and deleting it: the turn is live, its tombstone written.
+    from hello_memory.core import conversations
+
+    sent = [said("hi", id="m1"), reply("ok", id="m2")]
+    turns = mm.add(sent, session_id="s")
+    conversations.bury(mm.core, turns[:1])
+    assert mm.add(sent, session_id="s") == turns
+    assert mm.add([said("hi"), reply("ok")], session_id="plain") == mm.add([said("hi"), reply("ok")],
+                                                                          session_id="plain")
+
+
+def test_the_same_call_from_two_threads_stores_each_turn_once(mm: MemoryManager) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    chat = [said("hi"), reply("ok"), said("hi"), reply("ok"), said("bye")]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: [t.id for t in mm.add(chat, session_id="s")], range(8)))
+    assert all(r == results[0] for r in results) and len(set(results[0])) == 5
+    assert texts(LibraryEntry(mm), "s") == ["hi", "ok", "hi", "ok", "bye"]
