@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,7 @@ from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
 from hello_memory.stores.records.base import RecordOrder, RecordQuery, RecordWrite
 from hello_memory.stores.records.ledger import Tombstone, TurnLedger
 
+logger = logging.getLogger(__name__)
 Store = Callable[[list[MemoryItem]], list[MemoryItem]]
 _WINDOW_SLACK = 32  # stored memories read beyond twice the sent messages (notes of the session among the turns)
 
@@ -84,7 +86,11 @@ def bury(core: MemoryCore, items: Sequence[MemoryItem]) -> None:
     turns = [it for it in items if is_turn(it)]
     if not turns:
         return
-    book = ledger(core)
+    if not isinstance(core.records, TurnLedger):  # the deletion goes on; a re-send may store them again
+        logger.warning("%s keeps no conversation ledger: %d removed turns leave no tombstone",
+                       type(core.records).__name__, len(turns))
+        return
+    book = core.records
     secret = book.turn_key()
     for uid, group in by_user(turns).items():
         stones = []
