@@ -32,6 +32,7 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from hello_memory.core import MemoryCore, writes
@@ -45,6 +46,7 @@ from hello_memory.stores.records.ledger import Tombstone, TurnLedger
 
 logger = logging.getLogger(__name__)
 Store = Callable[[list[MemoryItem]], list[MemoryItem]]
+_MS = timedelta(milliseconds=1)
 _WINDOW_SLACK = 32  # stored memories read beyond twice the sent messages (notes of the session among the turns)
 
 
@@ -167,12 +169,17 @@ def _plan(core: MemoryCore, keys: Keys, sent: Sequence[SentMessage]) -> _Plan:
     found = align(session.slots, views, whole=session.whole)
     plan = _Plan()
     after = _anchor(session.behind[-1]) if session.behind else ""
+    last = max((_time(e) for e in session.behind), default=None)
     for n, (message, ref) in enumerate(zip(sent, refs, strict=True)):
         element = _matched(found, session, n, views[n])
         if element is None:
             item = message.item.model_copy(update={"id": ref or keys.turn_id(_digest(message), after)})
+            if not message.timed and last is not None and item.created_at.timestamp() <= last:
+                # a message without a time follows the turns stored before it (calls a few ms apart)
+                item = item.model_copy(update={"created_at": datetime.fromtimestamp(last, timezone.utc) + _MS})
             plan.new.append(item)
             plan.new_ids[n] = after = item.id
+            last = max(last or float("-inf"), item.created_at.timestamp())
             continue
         _settle(plan, n, element, message, views[n], edited=n in found.edits or ref is not None)
     return plan

@@ -38,7 +38,11 @@ def reply(text: str, **extra: Any) -> Message:
 
 
 class ChatEntry(Protocol):
-    """An entry point that takes a conversation, and a memory on the same store to look at it."""
+    """An entry point that takes a conversation, and a memory on the same store to look at it.
+
+    ``send`` takes the contract's session names; an entry may map them to session ids of its own
+    (``session``), so that one user can run every test.
+    """
 
     memory: MemoryAPI
     user_id: str
@@ -47,23 +51,32 @@ class ChatEntry(Protocol):
         """Send the messages (``add``) and return the ids of the turns the entry point answers, in order."""
         ...
 
+    def session(self, name: str) -> str:
+        """The session id the contract's session ``name`` is stored under."""
+        ...
+
 
 class LibraryEntry:
-    """``MemoryAPI.add(messages)`` itself (``MemoryManager``, ``RemoteMemory``)."""
+    """``MemoryAPI.add(messages)`` itself (``MemoryManager``, ``RemoteMemory``); ``prefix`` names the sessions."""
 
-    def __init__(self, memory: MemoryAPI) -> None:
+    def __init__(self, memory: MemoryAPI, prefix: str = "") -> None:
         self.memory = memory
         self.user_id = memory.user_id
+        self.prefix = prefix
+
+    def session(self, name: str) -> str:
+        """``prefix`` + ``name``."""
+        return self.prefix + name
 
     def send(self, messages: Sequence[Message], *, session_id: str) -> list[str]:
         """``memory.add(messages, session_id=...)``."""
-        return [t.id for t in self.memory.add(list(messages), session_id=session_id)]
+        return [t.id for t in self.memory.add(list(messages), session_id=self.session(session_id))]
 
 
 def turns(chat: ChatEntry, session: str, *, deleted: bool = False) -> list[MemoryItem]:
     """The session's turns, oldest first (``deleted``: forgotten ones too)."""
     found = chat.memory.get_all(user_id=chat.user_id, memory_type="episodic", include_deleted=deleted)
-    return sorted((t for t in found if t.session_id == session), key=lambda t: t.created_at)
+    return sorted((t for t in found if t.session_id == chat.session(session)), key=lambda t: t.created_at)
 
 
 def texts(chat: ChatEntry, session: str) -> list[str]:

@@ -22,6 +22,9 @@ class ToolEntry:
     def __init__(self, registry: ToolRegistry, memory: MemoryManager, user_id: str) -> None:
         self.registry, self.memory, self.user_id = registry, memory, user_id
 
+    def session(self, name: str) -> str:
+        return name
+
     def send(self, messages: Sequence[Message], *, session_id: str) -> list[str]:
         args = {"action": "add", "messages": list(messages), "session_id": session_id}
         result = self.registry.execute("memory", json.dumps(args))
@@ -34,6 +37,9 @@ class McpEntry:
 
     def __init__(self, server: Any, memory: MemoryManager, user_id: str) -> None:
         self.server, self.memory, self.user_id = server, memory, user_id
+
+    def session(self, name: str) -> str:
+        return name
 
     def send(self, messages: Sequence[Message], *, session_id: str) -> list[str]:
         anyio = pytest.importorskip("anyio")

@@ -7,6 +7,7 @@ attempt answers exactly as for a text nobody said, and alice's adds always succe
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -31,6 +32,29 @@ class TestResendThroughTheService(ResendContract):
     def chat(self, service, fresh_user: str) -> Iterator[LibraryEntry]:
         with RemoteMemory(service.url, user_id=fresh_user) as mm:
             yield LibraryEntry(mm)
+
+
+class ShadowedEntry(LibraryEntry):
+    """alice, with her key; before each of her sends, bob (his key) sends the same messages to a
+    session of the same name: with guessable ids his turns took hers and her adds failed."""
+
+    def __init__(self, alice: RemoteMemory, bob: RemoteMemory, prefix: str) -> None:
+        super().__init__(alice, prefix)
+        self.bob = bob
+
+    def send(self, messages, *, session_id: str) -> list[str]:
+        mine = self.bob.add(list(messages), session_id=self.session(session_id))
+        theirs = super().send(messages, session_id=session_id)
+        assert not {t.id for t in mine} & set(theirs)
+        return theirs
+
+
+class TestResendWithTwoKeys(ResendContract):
+    @pytest.fixture
+    def chat(self, keyed_service) -> Iterator[ShadowedEntry]:
+        with RemoteMemory(keyed_service.url, api_key=KEYS["alice"]) as alice, \
+                RemoteMemory(keyed_service.url, api_key=KEYS["bob"]) as bob:
+            yield ShadowedEntry(alice, bob, f"{uuid.uuid4().hex[:8]}-")
 
 
 def test_post_memories_takes_chat_messages_and_answers_the_turns(service, fresh_user: str) -> None:
