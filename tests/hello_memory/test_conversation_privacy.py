@@ -109,3 +109,21 @@ def test_the_same_call_from_two_threads_stores_each_turn_once(mm: MemoryManager)
         results = list(pool.map(lambda _: [t.id for t in mm.add(chat, session_id="s")], range(8)))
     assert all(r == results[0] for r in results) and len(set(results[0])) == 5
     assert texts(LibraryEntry(mm), "s") == ["hi", "ok", "hi", "ok", "bye"]
+
+
+def test_in_process_bob_learns_nothing_of_alices_turns_and_cannot_block_her(mm: MemoryManager) -> None:
+    from hello_memory.testing.conversation_api import legacy_turn_id
+
+    said_it, unsaid = said("I am pregnant"), said("I am not pregnant")
+    first = mm.add([said_it], session_id="c", user_id="alice")
+    answers = []
+    for message in (said_it, unsaid):  # the id her turn of the text would get, were ids guessable
+        guess = legacy_turn_id("alice", "c", message)
+        answers.append(mm.add("probe", user_id="bob", memory_id=guess).id == guess)
+    assert answers == [True, True]
+    nxt = said("and it is a girl")
+    for n in (1, 2):  # bob takes every id he can compute for her next messages
+        mm.add("mine", user_id="bob", memory_id=legacy_turn_id("alice", "c", nxt, n))
+    again = mm.add([said_it, nxt, nxt], session_id="c", user_id="alice")
+    assert [t.content for t in again] == ["I am pregnant", "and it is a girl", "and it is a girl"]
+    assert again[0] == first[0] and {t.user_id for t in again} == {"alice"}
