@@ -6,11 +6,13 @@ session's stored turns (:mod:`hello_memory.core.alignment`) and, per message:
 - **new** (beyond the overlap, or carrying an id no turn has): stored as a new turn;
 - **the same** (in the overlap, or carrying the id of a turn): nothing is stored; the turn is
   returned as it is now — an ``update()`` the user made to it stays;
-- **edited** (a message with an id whose text changed, or the one difference of an overlap that
-  reveals an edit): its turn is updated in place — a new version in its history, the same id,
-  position and time;
+- **edited** (a message with an id whose text changed, or a difference inside an overlap that the
+  alignment takes as an edit): its turn is updated in place — a new version in its history, the
+  same id, position and time;
 - **forgotten or removed** (the message of a turn the user forgot, or removed: a tombstone): nothing
-  is stored and nothing returned — what the user took away stays away.
+  is stored and nothing returned — what the user took away stays away; if the message was edited in
+  the chat meanwhile, the forgotten turn or the tombstone is matched by the edited message from then
+  on (so the chat and the store stay aligned), its content unchanged.
 
 ``add`` returns the turns of the messages that have one, in message order.
 
