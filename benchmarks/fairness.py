@@ -9,7 +9,10 @@ thread per user) and through the service (``python -m apps.service`` in a subpro
 machine's CPUs and load average are recorded with every phase: on a shared machine only figures
 of the same run compare.
 
-Usage: ``python -m benchmarks.fairness [--chars 200000] [--writers 2] [--searches 100] [--pause 0.2]``
+``--hog N`` runs N CPU-bound processes (a busy loop each) beside the whole benchmark, quiet and
+loaded phases alike: the machine is busy in both, and the ratio shows what the writers add.
+
+Usage: ``python -m benchmarks.fairness [--chars 200000] [--writers 2] [--searches 100] [--pause 0.2] [--hog 1]``
 """
 
 from __future__ import annotations
@@ -213,7 +216,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-seconds", type=float, default=300, help="a phase's searches stop after this long")
     ap.add_argument("--mode", choices=("both", "in-process", "service"), default="both")
     ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    ap.add_argument("--hog", type=int, default=0, help="CPU-bound processes running beside the whole benchmark")
     args = ap.parse_args(argv)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
+    try:
+        return _run(args)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def _run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {"machine_start": machine(), "args": vars(args) | {"out": str(args.out)}}
     with tempfile.TemporaryDirectory(prefix="hm-fairness-") as tmp:
         home = Path(tmp) / "data"

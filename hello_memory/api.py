@@ -93,7 +93,7 @@ class MemoryAPI(Protocol):
         memory and stores nothing; the same id with other content, type or user raises
         :class:`~hello_memory.errors.IdConflictError`.
 
-        **A conversation** — ``content`` a list of chat messages ``{"role", "content", "name"?,
+        **A conversation** — ``content`` a list of chat messages ``{"role", "content", "name"?, "id"?,
         "created_at"?, "memory_id"?}`` (OpenAI's format), ``session_id`` required — is stored as one
         episodic memory per message, returned as a list in the messages' order: the message's text as
         content (``"Caroline: text"`` when it has a ``name``: questions name people), its speaker
@@ -101,11 +101,14 @@ class MemoryAPI(Protocol):
         its ``created_at`` or else the call's ``created_at`` (default now) plus its position in
         milliseconds. Search then reads each turn with the turns around it, prefers the turns of a
         person the query names, and finds them by time. ``importance``, ``metadata`` and ``fields``
-        apply to every turn. Ids are derived (``uuid5``) from the user, the session, the speaker,
-        the text, the message's own time and how many equal messages came before it in the list: the
-        same call made again, or the whole conversation sent again with new messages at its end,
-        stores only what is new. Sending a session in parts, give messages their ``created_at`` (or
-        ``memory_id``), or an equal message of another part ("ok" twice) counts as stored already.
+        apply to every new turn. The conversation may be sent again and again — whole, as a window
+        of its last messages, or only the new ones: the messages are matched against the session's
+        stored turns (:mod:`hello_memory.core.conversations`) and only what is new is stored; a
+        message with its own ``id`` is matched by it; an edited message (a changed text under its
+        ``id``, or the one difference in an otherwise matching overlap) updates its turn in place;
+        a turn the user updated keeps its content, and one the user forgot or removed stays so (no
+        turn returned for it, no error). Turn ids are HMACs under a random key of the store: no one
+        else can compute them.
 
         Raises ``InvalidInputError`` for bad input (for a conversation: any bad message) and
         ``EmbeddingError``/``StoreError`` when a backend fails — in every case nothing is stored.

@@ -270,6 +270,11 @@ def reindex(
     graph: Annotated[
         bool, typer.Option("--graph", help="rebuild the knowledge graph from the records")
     ] = False,
+    vectors: Annotated[
+        bool,
+        typer.Option("--vectors", help="rebuild the embedded vector index's collections in the layout "
+                     "HELLO_MEMORY_VECTOR_MEMORY names (mapped or compact); a data directory only"),
+    ] = False,
     user: Annotated[
         str | None, typer.Option("--user", "-u", help="only this user (default: every user reached)")
     ] = None,
@@ -281,11 +286,16 @@ def reindex(
 
     ``--graph`` completes pending work, then drops and re-links each user's graph from the semantic
     memories' records: it repairs a worker killed between the record and the graph write. Through
-    a service, an API key rebuilds only its own user's graph.
+    a service, an API key rebuilds only its own user's graph. ``--vectors`` rebuilds, in a data
+    directory no service holds, every vector collection whose layout is not the one
+    ``HELLO_MEMORY_VECTOR_MEMORY`` names (a collection keeps the layout it was created with until then).
     """
-    if not graph:
-        typer.secho("error: say what to rebuild: --graph", fg=typer.colors.RED, err=True)
+    if graph == vectors:
+        typer.secho("error: say what to rebuild: --graph or --vectors", fg=typer.colors.RED, err=True)
         raise typer.Exit(2)
+    if vectors:
+        _relayout(home, server, api_key)
+        return
     try:
         with _manager(home, WHOLE_STORE, server, api_key, existing=True) as mm:
             done = _admin(mm).reindex_graph(user)
@@ -295,6 +305,23 @@ def reindex(
         f"graph rebuilt: {done.memories} semantic memories of {done.users} users linked "
         f"({done.recovered} pending operations completed first)"
     )
+
+
+def _relayout(home: Path | None, server: str | None, api_key: str | None) -> None:
+    from hello_memory.manager import MemoryManager
+
+    try:
+        with _manager(home, WHOLE_STORE, server, api_key, existing=True) as mm:
+            if not isinstance(mm, MemoryManager):
+                raise InvalidInputError(
+                    "--vectors rebuilds the vector index of a data directory, and this one is used through a "
+                    "memory service: stop the service, then run it with --home"
+                )
+            rebuilt = mm.relayout_vectors()
+            layout = mm.settings.vector_memory
+    except HelloMemoryError as e:
+        _fail(e)
+    typer.echo(f"vector collections in the {layout} layout; rebuilt: {', '.join(rebuilt) or 'none'}")
 
 
 @app.command()

@@ -22,6 +22,7 @@ from hello_memory.api import Messages
 from hello_memory.core import (
     MemoryCore,
     batches,
+    conversations,
     deletes,
     lifecycle,
     recovery,
@@ -144,6 +145,9 @@ class MemoryManager(ManagerAdmin):
         self.bundle  # noqa: B018 - raises once closed
         return self.core
 
+    def _bundle_vectors(self) -> VectorStore:
+        return self.bundle.vectors
+
     def _user(self, user_id: str | None) -> str:
         return self.user_id if user_id is None else check_id(user_id, "user_id")
 
@@ -200,7 +204,7 @@ class MemoryManager(ManagerAdmin):
             "created_at": created_at, "metadata": metadata, "fields": fields, "memory_id": memory_id,
         }
         if _items.is_conversation(content):
-            return self._store(_items.build_turns(**args))
+            return conversations.add(core, _items.build_turns(**args), store=self._store)
         return self._store([_items.build_item(**args)])[0]
 
     def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:

@@ -1,14 +1,17 @@
 """``MemoryManager``'s whole-store operations (:class:`~hello_memory.api.MemoryAdminAPI`): export, import, reindex.
 
 What ``hello-memory export --full``, ``import`` and ``reindex --graph`` call, locally or through a
-service (:mod:`hello_memory.client.admin` is the same on the client side).
+service (:mod:`hello_memory.client.admin` is the same on the client side); ``reindex --vectors``
+(:meth:`ManagerAdmin.relayout_vectors`) only on a data directory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from hello_memory.core import MemoryCore
+from hello_memory.errors import InvalidInputError
 from hello_memory.models import ImportReport, ReindexReport
 from hello_memory.validation import check_flag, check_id
 
@@ -35,6 +38,28 @@ class ManagerAdmin:
         from hello_memory.core.transfer import import_lines
 
         return import_lines(self._open(), lines, reembed=check_flag(reembed, "reembed"))
+
+    def relayout_vectors(self) -> list[str]:
+        """Rebuild every collection of the embedded vector index in the layout ``settings.vector_memory``
+        names (``mapped`` or ``compact``); returns the collections rebuilt (those already in it are left).
+
+        A collection keeps the layout it was created with until then; opening one in another layout
+        logs a warning that names it and this command (``hello-memory reindex --vectors``).
+
+        Raises:
+            InvalidInputError: the vectors are on a Qdrant server (its collections are configured there).
+        """
+        vectors = self._bundle_vectors()
+        relayout = getattr(vectors, "relayout", None)
+        if relayout is None:
+            raise InvalidInputError(
+                f"the vector index ({type(vectors).__name__}) has no vector_memory layout: it applies to the "
+                "embedded index of a data directory; a Qdrant server's collections are configured on the server"
+            )
+        return [name for name in sorted(vectors.layouts()) if relayout(name)]
+
+    def _bundle_vectors(self) -> Any:
+        raise NotImplementedError
 
     def reindex_graph(self, user_id: str | None = None) -> ReindexReport:
         """Rebuild the knowledge graph of one user (or of every user) from the records."""

@@ -110,6 +110,13 @@ class MemoryItem(BaseModel):
     modality: Modality | None = None
     source_path: str | None = None
     media_hash: str | None = None
+    # conversation turns (``add(messages)``)
+    message_id: str | None = Field(default=None, description="a conversation turn: the id its message carried")
+    message_digest: str | None = Field(
+        default=None,
+        description="a conversation turn: SHA-256 of its message as last sent (role, name, text); a re-sent "
+        "message is matched by it, so an update() of the turn's content does not make it new",
+    )
 
     @field_validator("importance")
     @classmethod

@@ -41,6 +41,9 @@ class ChatMessageArg(ActionArgs):
     content: str = Field(min_length=1, max_length=20_000, description="What was said.")
     name: str | None = Field(None, min_length=1, max_length=200,
                              description="The speaker's name when known (e.g. 'Caroline'); default the role.")
+    id: str | None = Field(None, min_length=1, max_length=256, description=(
+        "The message's own id, if the chat gives one: sending the chat again matches messages by it, "
+        "and a changed text under the same id replaces that turn."))
     created_at: str | None = Field(None, max_length=64,
                                    description="When it was said (ISO 8601); default now, in message order.")
 
@@ -52,7 +55,9 @@ class AddArgs(ActionArgs):
                                 description="What to remember, in the user's language (or give messages).")
     messages: list[ChatMessageArg] | None = Field(None, min_length=1, max_length=200, description=(
         "Instead of content: chat messages to keep as they were said, each stored as an episodic "
-        "conversation turn of the session with its speaker and time (returns one id per message)."))
+        "conversation turn of the session with its speaker and time (returns the turns' ids). Sending the "
+        "conversation again (whole or its last messages) stores only the new messages; an edited "
+        "message replaces its turn; turns the user removed or forgot are not stored again."))
     memory_type: MemoryTypeName = Field("working", description=_TYPE_DOC + " Messages are always episodic.")
     importance: float = Field(0.5, ge=0.0, le=1.0, description=(
         "0.0-1.0, how much this matters later (consolidation and forgetting use it): 0.9 key personal "

@@ -35,8 +35,11 @@ class ChatMessage(_Request):
     role: Text = Field(description="who spoke: user, assistant, ...")
     content: Text = Field(description="what was said")
     name: Text | None = Field(default=None, description="the speaker's name (the turn's participant; default role)")
+    id: Text | None = Field(default=None, description="the message's own id (OpenAI, LangChain, the AI SDK): a "
+                            "re-sent message is matched by it, and a changed text under it is an edit")
     created_at: DateTimeText | None = None
-    memory_id: Text | None = Field(default=None, description="a full UUID; default derived from the message")
+    memory_id: Text | None = Field(default=None, description="a full UUID for its turn; default derived (keyed) "
+                                   "from the message")
 
 
 class _AddFields(_Request):

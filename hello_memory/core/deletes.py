@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hello_memory.core import MemoryCore, state
+from hello_memory.core import MemoryCore, state, tombstones
 from hello_memory.core.unit import by_user, commit, marker, pending, unindex
 from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
 from hello_memory.stores.records.base import PendingOp, RecordWrite, StoredRecord
@@ -53,7 +53,8 @@ def soft_delete(core: MemoryCore, items: Sequence[MemoryItem], reason: str | Seq
 
 
 def purge(core: MemoryCore, items: Sequence[MemoryItem]) -> None:
-    """Hard-delete items from every store, history included.
+    """Hard-delete items from every store, history included; a conversation turn leaves a tombstone
+    (:func:`hello_memory.core.conversations.bury`: no text, no id).
 
     The markers (``PURGE``) are set first, then the index is cleared, then the records are deleted.
     If clearing the index fails, the records are deleted all the same (the deletion is what the
@@ -62,6 +63,7 @@ def purge(core: MemoryCore, items: Sequence[MemoryItem]) -> None:
     """
     if not items:
         return
+    tombstones.bury(core, items)  # first: a re-sent conversation must not store them again
     groups = by_user(items)
     for uid, group in groups.items():
         core.records.mark(uid, [it.id for it in group], PendingOp.PURGE)

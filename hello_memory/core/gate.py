@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,7 @@ TYPED_FIELDS = {
     "agent_id",
     "valid_from",
 }
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 _TIMES = ("created_at", "updated_at", "last_accessed_at", "deleted_at", "valid_from", "valid_to")
 
 
@@ -68,6 +70,10 @@ def check_item(item: Any) -> MemoryItem:
             check_datetime(getattr(item, name), name)
     if item.metadata:
         check_metadata(item.metadata)
+    if item.message_id is not None:
+        check_id(item.message_id, "message_id")
+    if item.message_digest is not None and not _DIGEST.fullmatch(item.message_digest):
+        raise InvalidInputError("message_digest must be 64 lowercase hex characters (SHA-256)", field="message_digest")
     if any(getattr(item, name) for name in (*TYPED_FIELDS, "entities", "relations")):
         check_typed_fields(item)
     return item
@@ -88,11 +94,20 @@ def check_typed_fields(item: MemoryItem) -> None:
         raise InvalidInputError(f"typed memory fields are larger than {MAX_METADATA_BYTES * 4} bytes")
 
 
-def check_history(entry: Any) -> HistoryEntry:
-    """A history entry that may be stored (an import carries them): bounded, in the time range."""
+def check_history(entry: Any, memory_id: str | None = None) -> HistoryEntry:
+    """A history entry that may be stored (an import carries them): bounded, in the time range.
+
+    ``memory_id``: the memory the entry is stored with; an entry naming another memory (another
+    user's, say) is refused — it would be stored under that memory's id.
+    """
     if not isinstance(entry, HistoryEntry):
         raise InvalidInputError(f"a history entry must be a HistoryEntry, got {type(entry).__name__}")
     check_memory_id(entry.memory_id, "history.memory_id")
+    if memory_id is not None and entry.memory_id != memory_id:
+        raise InvalidInputError(
+            f"a history entry names memory {entry.memory_id}, not the memory {memory_id} it is stored with",
+            field="history.memory_id",
+        )
     check_datetime(entry.at, "history.at")
     for side in (entry.old, entry.new):
         if side is not None:  # a side holds the metadata one level down ({"metadata": ...}): one level more
@@ -119,7 +134,7 @@ def check_write(write: RecordWrite, dimension: int | None) -> None:
     """Everything a record write stores (``dimension``: of the memory vectors, when it carries one)."""
     check_item(write.item)
     for entry in write.history:
-        check_history(entry)
+        check_history(entry, write.item.id)
     if write.vector is not None:
         if dimension is None:
             raise InvalidInputError("a vector was given for a memory without an embedder dimension")

@@ -3,6 +3,8 @@
 A conversation (``add(messages, session_id=...)``) becomes one episodic *turn* per message
 (:func:`build_turns`): its speaker as participant, its time, ``event_type="conversation"``, so the
 record stores index it with the turns around it and search prefers the turns of a person a query names.
+Which of the messages are new, and the ids of the new ones, are decided against the session's stored
+turns (:mod:`hello_memory.core.conversations`).
 """
 
 from __future__ import annotations
@@ -10,10 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import mimetypes
-import uuid
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +51,28 @@ _EXT_MODALITY = {
     "text": Modality.TEXT,
 }
 MAX_HASH_BYTES = 512 * 1024 * 1024
-#: Keys of a conversation message: OpenAI's ``role``, ``content`` and ``name``, plus a time and an id.
-MESSAGE_KEYS = frozenset({"role", "content", "name", "created_at", "memory_id"})
-#: The namespace of the ids derived for conversation turns (:func:`turn_id`).
-TURN_NAMESPACE = uuid.UUID("7d0e6f55-3c2a-5b8e-9f61-2b4c8a1d0e73")
+#: Keys of a conversation message: OpenAI's ``role``, ``content`` and ``name``, plus its own ``id`` (as
+#: OpenAI's Responses API, LangChain and the AI SDK give it), a time and a memory id.
+MESSAGE_KEYS = frozenset({"role", "content", "name", "id", "created_at", "memory_id"})
 _TURN_SET = ("event_type", "participants")  # what a conversation sets on each turn itself
+
+
+@dataclass(frozen=True, slots=True)
+class SentMessage:
+    """One message of a conversation given to ``add``, validated and built as the turn it would store.
+
+    Attributes:
+        item: the turn; its ``id`` is provisional unless ``memory_id`` is given (the conversation's
+            alignment names it: :mod:`hello_memory.core.conversations`).
+        timed: the message carried its own ``created_at``.
+        memory_id: the message's own ``memory_id``.
+        legacy: the digest a turn stored before message digests existed is matched by (:func:`turn_digest`).
+    """
+
+    item: MemoryItem
+    timed: bool
+    memory_id: str | None
+    legacy: str
 
 
 def infer_modality(path: str | None) -> Modality:
@@ -179,21 +197,22 @@ def build_turns(
     metadata: Any,
     fields: dict[str, Any],
     memory_id: Any = None,
-) -> list[MemoryItem]:
-    """Validate a conversation given to ``add`` and build its turns, in order (nothing is stored here).
+) -> list[SentMessage]:
+    """Validate a conversation given to ``add`` and build the turn of each message, in order (nothing is stored).
 
-    Each message (``{"role", "content", "name"?, "created_at"?, "memory_id"?}``) becomes an episodic
-    memory of ``session_id`` with ``event_type="conversation"``, its text as content (led by the
-    speaker's ``name`` when it has one: :func:`turn_text`) and its speaker (``name``, else ``role``) as
-    its participant. A message without ``created_at`` is dated
+    Each message (``{"role", "content", "name"?, "id"?, "created_at"?, "memory_id"?}``) becomes an
+    episodic memory of ``session_id`` with ``event_type="conversation"``, its text as content (led by
+    the speaker's ``name`` when it has one: :func:`turn_text`), its speaker (``name``, else ``role``)
+    as its participant, its own ``id`` as ``message_id`` and the digest of what was said
+    (:func:`message_digest`) as ``message_digest``. A message without ``created_at`` is dated
     ``created_at`` (default ``now``) plus its position in milliseconds, so turns keep their order.
-    ``importance``, ``metadata`` and the other typed ``fields`` apply to every turn. A message's id is
-    its ``memory_id`` or :func:`turn_id`. Any bad message refuses the whole list.
+    ``importance``, ``metadata`` and the other typed ``fields`` apply to every turn. Any bad message
+    refuses the whole list.
     """
     if memory_id is not None:
         raise InvalidInputError(
             "a conversation takes no memory_id: its turns' ids are derived from the messages, or give "
-            "each message its own 'memory_id'",
+            "each message its own 'id' (or 'memory_id')",
             field="memory_id",
         )
     if memory_type is not None and check_memory_type(memory_type, enabled) != MemoryType.EPISODIC:
@@ -213,12 +232,9 @@ def build_turns(
         raise InvalidInputError("the conversation has no messages", field="content")
     start = now if created_at is None else check_datetime(created_at, "created_at")
     turn_fields = {**fields, "event_type": TURN_EVENT_TYPE}
-    seen: Counter[tuple[Any, ...]] = Counter()
-    turns: list[MemoryItem] = []
+    sent: list[SentMessage] = []
     for n, message in enumerate(content):
-        role, text, name, when, mid = _message(message, n)
-        key = (role, name, text, None if when is None else when.astimezone(timezone.utc).isoformat())
-        seen[key] += 1
+        role, text, name, when, mid, own_id = _message(message, n)
         item = build_item(
             enabled=enabled,
             now=now,
@@ -230,10 +246,29 @@ def build_turns(
             created_at=start + timedelta(milliseconds=n) if when is None else when,
             metadata=metadata,
             fields={**turn_fields, "participants": [name or role]},
-            memory_id=mid or turn_id(user_id, session, key, seen[key]),
+            memory_id=mid,
         )
-        turns.append(item)
-    return _unique(turns)
+        item = item.model_copy(update={"message_id": own_id, "message_digest": message_digest(role, name, text)})
+        sent.append(SentMessage(item, when is not None, mid, turn_digest(name or role, item.content)))
+    _unique([m.item for m in sent])
+    _unique_message_ids(sent)
+    return sent
+
+
+def _unique_message_ids(sent: list[SentMessage]) -> None:
+    seen: set[str] = set()
+    for m in sent:
+        if m.item.message_id is not None:
+            if m.item.message_id in seen:
+                raise InvalidInputError(f"message id {m.item.message_id!r} appears twice in the conversation",
+                                        field="content")
+            seen.add(m.item.message_id)
+
+
+def is_turn(item: MemoryItem) -> bool:
+    """Whether a memory is a conversation turn: episodic, of a session, ``event_type="conversation"``."""
+    episodic = item.memory_type == MemoryType.EPISODIC
+    return episodic and item.session_id is not None and item.event_type == TURN_EVENT_TYPE
 
 
 def turn_text(name: str | None, text: str) -> str:
@@ -248,21 +283,27 @@ def turn_text(name: str | None, text: str) -> str:
     return f"{name}: {text}"
 
 
-def turn_id(user_id: str, session_id: str, key: tuple[Any, ...], occurrence: int) -> str:
-    """The id of a conversation turn: ``uuid5`` of who stored it, where, who said what (and when, if given).
+def message_digest(role: str, name: str | None, text: str) -> str:
+    """SHA-256 of what a message said — its role, name and text (not its time, not its id).
 
-    ``key`` is ``(role, name, text, the message's own time or None)``; ``occurrence`` counts the
-    equal messages before it in the list (the second "ok" of a list is another turn). Neither the
-    position nor the default time takes part: the same call made again, or the conversation sent
-    again with new messages at its end or old ones cut from its start, names the turns it already
-    stored, which are returned as stored.
+    A re-sent message is recognised by it among the session's turns, so a turn whose content the
+    user changed with ``update()`` is still the turn of that message. It says nothing the turn's own
+    content does not (and a tombstone keeps only a keyed digest of it).
     """
-    name = json.dumps([user_id, session_id, *key, occurrence], ensure_ascii=False)
-    return str(uuid.uuid5(TURN_NAMESPACE, name))
+    return _sha256(["message", role, name, text])
 
 
-def _message(message: Any, n: int) -> tuple[str, str, str | None, datetime | None, str | None]:
-    """``(role, text, name, time, memory_id)`` of the ``n``-th message, validated."""
+def turn_digest(speaker: str, content: str) -> str:
+    """The digest of a turn stored without ``message_digest`` (before it existed): its speaker and content."""
+    return _sha256(["turn", speaker, content])
+
+
+def _sha256(parts: list[Any]) -> str:
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _message(message: Any, n: int) -> tuple[str, str, str | None, datetime | None, str | None, str | None]:
+    """``(role, text, name, time, memory_id, id)`` of the ``n``-th message, validated."""
     where = f"message {n}"
     if not isinstance(message, Mapping):
         raise InvalidInputError(
@@ -272,7 +313,7 @@ def _message(message: Any, n: int) -> tuple[str, str, str | None, datetime | Non
     unknown = sorted(str(k) for k in message if k not in MESSAGE_KEYS)
     if unknown:
         raise InvalidInputError(
-            f"{where} has unknown key(s) {unknown}; a message is {{role, content, name?, created_at?, "
+            f"{where} has unknown key(s) {unknown}; a message is {{role, content, name?, id?, created_at?, "
             "memory_id?}} (leave out tool calls and messages without text)",
             field="content",
         )
@@ -286,7 +327,9 @@ def _message(message: Any, n: int) -> tuple[str, str, str | None, datetime | Non
     when = message.get("created_at")
     when = None if when is None else check_datetime(when, f"{where} created_at")
     mid = message.get("memory_id")
-    return role, text, name, when, None if mid is None else check_memory_id(mid, f"{where} memory_id")
+    own = message.get("id")
+    return (role, text, name, when, None if mid is None else check_memory_id(mid, f"{where} memory_id"),
+            None if own is None else check_id(own, f"{where} id"))
 
 
 def _perceptual_fields(kwargs: dict[str, Any], meta: dict[str, Any]) -> None:

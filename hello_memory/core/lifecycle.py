@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from hello_memory.core import MemoryCore, deletes, state, writes
+from hello_memory.core import MemoryCore, deletes, state, tombstones, writes
 from hello_memory.core.prepare import prepare
 from hello_memory.core.scoring import recency
 from hello_memory.errors import IndexPendingError, InvalidInputError, LLMError
@@ -220,7 +220,8 @@ def _commit_consolidation(
     :func:`hello_memory.core.writes.consolidate`); each step embeds its new memories before it takes
     the lock. Every step is all or nothing; a consolidation that fails midway keeps the steps done
     (their sources are gone, promoted) and raises: running it again promotes the rest, merging into
-    what earlier steps stored instead of promoting twice."""
+    what earlier steps stored instead of promoting twice. Conversation turns among the sources leave
+    tombstones, so a re-sent chat does not store them again."""
     for start in range(0, len(sources), state.STEP):
         part = sources[start : start + state.STEP]
         ids = {s.id for s in part}
@@ -228,4 +229,5 @@ def _commit_consolidation(
         twins = [(src, twin) for src, twin in merges if src.id in ids]
         prepared = prepare(core, mine)  # embedding: outside the lock
         with core.lock:
+            tombstones.bury(core, part)
             writes.consolidate(core, part, prepared, twins)

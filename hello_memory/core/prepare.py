@@ -41,6 +41,7 @@ class PreparedUpdate:
     metadata: dict[str, Any] | None  # merged into the stored metadata when written
     vectors: dict[str, np.ndarray]
     links: semantic.Links | None
+    fields: dict[str, Any] | None = None  # other fields it sets (a conversation edit: speaker, message digest)
 
     def fits(self, current: MemoryItem) -> bool:
         """True when the memory's content did not change since this was prepared (the vectors hold)."""
@@ -55,6 +56,8 @@ class PreparedUpdate:
             changes["importance"] = self.importance
         if self.metadata is not None:
             changes["metadata"] = {**current.metadata, **self.metadata}
+        if self.fields:
+            changes.update(self.fields)
         new = current.model_copy(update=changes)
         return semantic.with_links(new, self.links) if self.links is not None else new
 
@@ -84,20 +87,28 @@ def prepare(core: MemoryCore, items: Sequence[MemoryItem]) -> Prepared:
 
 
 def prepare_update(
-    core: MemoryCore, item: MemoryItem, content: Any, importance: Any, metadata: Any
+    core: MemoryCore,
+    item: MemoryItem,
+    content: Any,
+    importance: Any,
+    metadata: Any,
+    fields: dict[str, Any] | None = None,
 ) -> PreparedUpdate:
-    """Validate an update and embed its new content (no lock needed)."""
-    if content is None and importance is None and metadata is None:
+    """Validate an update and embed its new content (no lock needed).
+
+    ``fields``: other fields of the memory the update sets, already valid (the core's own edits).
+    """
+    if content is None and importance is None and metadata is None and not fields:
         raise InvalidInputError("nothing to update: give content, importance or metadata")
     text = None if content is None else check_text(content, "content")
     level = None if importance is None else check_importance(importance)
     meta = None if metadata is None else check_metadata(metadata)
     if text is None or text == item.content:
-        return PreparedUpdate(item, None, level, meta, {}, None)
+        return PreparedUpdate(item, None, level, meta, {}, None, fields)
     probe = item.model_copy(update={"content": text})
     vectors = embed(core, [probe])
     links = semantic.annotate(core.llm, probe) if item.memory_type == MemoryType.SEMANTIC else None
-    return PreparedUpdate(item, text, level, meta, vectors, links)
+    return PreparedUpdate(item, text, level, meta, vectors, links, fields)
 
 
 def existing(

@@ -156,7 +156,7 @@ def _write(
         try:
             gate.check_item(item)
             for entry in history:
-                gate.check_history(entry)
+                gate.check_history(entry, item.id)
             if reuse and vector is not None and item.deleted_at is None and item.memory_type in VECTOR_TIERS:
                 vectors[item.id] = gate.check_vector(vector, core.embedder.dimension, item.id)
         except HelloMemoryError as e:  # bad input in the file, whatever the check that caught it

@@ -69,15 +69,21 @@ def get(core: MemoryCore, user_id: str, memory_id: str, include_deleted: bool = 
 
 
 def update_memory(
-    core: MemoryCore, user_id: str, memory_id: str, content: Any, importance: Any, metadata: Any
+    core: MemoryCore,
+    user_id: str,
+    memory_id: str,
+    content: Any,
+    importance: Any,
+    metadata: Any,
+    fields: dict[str, Any] | None = None,
 ) -> MemoryItem:
     """validate → embed the new content (no lock) → lock → :func:`update` (prepared again if the
-    memory's content changed while it embedded)."""
-    prep = prepare_update(core, get(core, user_id, memory_id), content, importance, metadata)
+    memory's content changed while it embedded). ``fields``: see :func:`prepare_update`."""
+    prep = prepare_update(core, get(core, user_id, memory_id), content, importance, metadata, fields)
     with core.lock:
         now = get(core, user_id, memory_id)
         if not prep.fits(now):
-            prep = prepare_update(core, now, content, importance, metadata)
+            prep = prepare_update(core, now, content, importance, metadata, fields)
         return update(core, prep, now)
 
 

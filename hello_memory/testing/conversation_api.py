@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -52,6 +53,17 @@ BAD_CALLS: list[tuple[Any, dict[str, Any]]] = [
     (CHAT, {"memory_id": str(uuid.uuid4())}),
     (CHAT, {"importance": 1.5}),
 ]
+
+
+#: The namespace of the turn ids ``add(messages)`` derived before they were keyed (public, hence guessable).
+LEGACY_TURN_NAMESPACE = uuid.UUID("7d0e6f55-3c2a-5b8e-9f61-2b4c8a1d0e73")
+
+
+def legacy_turn_id(user_id: str, session_id: str, message: dict[str, Any], occurrence: int = 1) -> str:
+    """The id a message's turn got before ids were keyed: anyone could compute it (the attack tests use it)."""
+    key = [message["role"], message.get("name"), message["content"], message.get("created_at")]
+    return str(uuid.uuid5(LEGACY_TURN_NAMESPACE, json.dumps([user_id, session_id, *key, occurrence],
+                                                          ensure_ascii=False)))
 
 
 def _other() -> str:

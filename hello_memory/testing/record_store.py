@@ -20,8 +20,8 @@ Persistent backends set ``persistent = True`` and override :meth:`RecordStoreCon
 backends that can be scanned directly override :meth:`RecordStoreContract.stored_rows` so that
 ``forget_user`` is checked against the storage itself. The lexical ranking cases live in
 :mod:`hello_memory.testing.record_lexical`, the changes (soft delete, history, markers, facts)
-in :mod:`hello_memory.testing.record_changes` and the write unit in :mod:`hello_memory.testing.record_unit`;
-all are part of this class.
+in :mod:`hello_memory.testing.record_changes`, the write unit in :mod:`hello_memory.testing.record_unit`
+and the conversation ledger in :mod:`hello_memory.testing.turn_ledger`; all are part of this class.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from hello_memory.testing.record_changes import RecordChangesContract
 from hello_memory.testing.record_data import ALICE, BOB, T0, Factory, entry, memory
 from hello_memory.testing.record_lexical import RecordLexicalContract
 from hello_memory.testing.record_unit import RecordUnitContract
+from hello_memory.testing.turn_ledger import TurnLedgerContract
 
 __all__ = ["ALICE", "BOB", "T0", "Factory", "RecordStoreContract", "entry", "memory", "same"]
 
@@ -61,7 +62,7 @@ def same(a: MemoryItem, b: MemoryItem) -> None:
             assert value == db[key], key
 
 
-class RecordStoreContract(RecordChangesContract, RecordLexicalContract, RecordUnitContract):
+class RecordStoreContract(RecordChangesContract, RecordLexicalContract, RecordUnitContract, TurnLedgerContract):
     """The behaviour every record store shares; subclasses provide the ``stores`` fixture."""
 
     persistent: ClassVar[bool] = False

@@ -105,7 +105,8 @@ def test_remove_deletes_everywhere(manager):
         manager.get(item.id)
     b = manager.bundle
     assert b.vectors.count("memories") == 0
-    assert b.records.residue("alice") == {"memories": 0, "history": 0, "pending": 0, "facts": 0, "lexical": 0}
+    assert b.records.residue("alice") == {"memories": 0, "history": 0, "pending": 0, "facts": 0, "lexical": 0,
+                                          "tombstones": 0}
     assert b.graph.counts("alice")["entities"] == 0
     with pytest.raises(NotFoundError):  # its history went with it (history of an id the user does not hold)
         manager.history(item.id)
@@ -225,7 +226,7 @@ def test_users_are_isolated(manager):
     counts = manager.forget_user("bob")
     assert counts["records:memories"] == 1 and counts["vectors:memories"] == 1
     assert manager.bundle.records.residue("bob") == {
-        k: 0 for k in ("memories", "history", "pending", "facts", "lexical")
+        k: 0 for k in ("memories", "history", "pending", "facts", "lexical", "tombstones")
     }
 
 

@@ -140,7 +140,7 @@ def test_forget_user_from_one_worker_leaves_nothing_for_the_other(
     assert counts["records:memories"] == 5 and counts["graph:mentions"] > 0
     assert scan_qdrant(qdrant, "alice") == 0  # every payload of every collection, read back
     assert a.get_all() == [] and a.search("Paris") == [] and a.stats().entities == 0
-    assert a.bundle.records.residue("alice") == {"records": 0, "history": 0}
+    assert a.bundle.records.residue("alice") == {"records": 0, "history": 0, "tombstones": 0}
     assert a.get(bob.id, user_id="bob").content == "Bob lives in Lyon"
 
 
@@ -280,7 +280,7 @@ def test_a_batch_that_fails_midway_stores_nothing(qdrant: QdrantClient, tmp_path
         ]
         with pytest.raises(StoreError, match="nothing was stored"):
             mm.add_many(batch)
-        assert mm.get_all() == [] and records.residue(mm.user_id) == {"records": 0, "history": 0}
+        assert mm.get_all() == [] and records.residue(mm.user_id) == {"records": 0, "history": 0, "tombstones": 0}
         assert len(mm.add_many(batch)) == 5 and len(mm.get_all()) == 5  # the retry stores the whole batch
 
 

@@ -128,11 +128,15 @@ def _hostile(line: str, change: str) -> str:
         data["vector"][0] = float("nan")
     elif change == "wrong dimension":
         data["vector"] = data["vector"][:16]
+    elif change == "another memory's history":
+        data["history"][0]["memory_id"] = "0b6f2d1e-8a4c-4f7e-b3d9-5c1a7e2f9d40"
     return json.dumps(data)
 
 
 @pytest.mark.parametrize(
-    "change", ["nul user", "oversize content", "year 9999", "deep metadata", "nan vector", "wrong dimension"]
+    "change",
+    ["nul user", "oversize content", "year 9999", "deep metadata", "nan vector", "wrong dimension",
+     "another memory's history"],
 )
 def test_a_hostile_line_is_refused_before_anything_of_it_is_stored(tmp_path: Path, change: str) -> None:
     """Import passes the same gate as ``add`` (issue 24): before, these were stored (and a NUL user
@@ -145,6 +149,23 @@ def test_a_hostile_line_is_refused_before_anything_of_it_is_stored(tmp_path: Pat
         assert "0 memories were imported before" in str(caught.value)
         assert mm.bundle.records.users() == []  # nothing of the batch stored
         assert mm.bundle.records.unsettled() == []
+
+
+def test_a_history_naming_another_users_memory_is_refused_and_hers_stays_readable(tmp_path: Path) -> None:
+    """Issue 34: a line whose history named another memory (here: alice's, in the target) was stored —
+    the entry under her memory's id — and reading her history then answered 503."""
+    settings = Settings(home=tmp_path / "dst")
+    with MemoryManager(settings, user_id="alice", embedder=DeterministicFakeEmbedder(32)) as mm:
+        hers = mm.add("alice's own note", memory_type="episodic")
+        dump = _export(tmp_path)
+        data = json.loads(dump[1])
+        data["item"]["user_id"] = "mallory"
+        data["history"][0]["memory_id"] = hers.id
+        dump[1] = json.dumps(data)
+        with pytest.raises(InvalidInputError, match=f"line 2 of the export was refused: .*names memory {hers.id}"):
+            mm.import_lines(dump)
+        assert mm.bundle.records.users() == ["alice"]
+        assert [h.event for h in mm.history(hers.id)] == ["add"]
 
 
 def test_a_file_failing_midway_says_how_much_was_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

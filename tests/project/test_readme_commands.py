@@ -130,6 +130,13 @@ def test_the_conversation_snippet_stores_turns_with_their_speakers(tmp_path):
     assert lines[1].endswith("Caroline: I went to a LGBTQ support group yesterday."), out.stdout
 
 
+def test_the_resend_snippet_stores_what_is_new_edits_in_place_and_keeps_the_removal(tmp_path):
+    [snippet] = _python_blocks("#### Sending the chat again: what is new, edits, removals")
+    out = _run_python(snippet, tmp_path, HELLO_MEMORY_EMBEDDER="tfidf")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines() == ["['hello', 'ok', 'ok', 'thanks']", "True 2"], out.stdout
+
+
 def test_the_rag_snippet_answers_from_the_document(tmp_path):
     _guide_pdf(tmp_path)
     [snippet] = _python_blocks("### RAG over your documents")

@@ -72,7 +72,7 @@ def test_mcp_stdio_server_lists_tools_and_runs_memory_add_and_search(tmp_path):
     assert _structured(search)["data"]["hits"][0]["id"] == memory_id
 
     add_schema = getattr(tools["memory_add"], "input_schema", None) or tools["memory_add"].inputSchema
-    assert set(add_schema["properties"]["messages"]["items"]["properties"]) == {"role", "content", "name",
+    assert set(add_schema["properties"]["messages"]["items"]["properties"]) == {"role", "content", "name", "id",
                                                                                  "created_at"}
     chat = out["chat"]
     assert not _is_error(chat) and "2 conversation turns" in chat.content[0].text

@@ -53,6 +53,7 @@ from hello_memory.stores.records.base import (
     StoredRecord,
 )
 from hello_memory.stores.records.checks import check_writes
+from hello_memory.stores.records.qdrant_ledger import QdrantTurnLedger
 from hello_memory.stores.records.qdrant_lexical import SessionContext
 from hello_memory.stores.records.qdrant_markers import RecordMarkers
 from hello_memory.stores.records.qdrant_reads import DENSE, HISTORY, LEXICAL, RECORDS
@@ -69,7 +70,7 @@ logger = logging.getLogger(__name__)
 SCHEMA = 1
 
 
-class QdrantRecordStore(RecordMarkers):
+class QdrantRecordStore(QdrantTurnLedger, RecordMarkers):
     """A :class:`~hello_memory.stores.records.base.RecordStore` on Qdrant (``qdrant-client``).
 
     Args:
@@ -275,13 +276,18 @@ class QdrantRecordStore(RecordMarkers):
                 self._conn.call(
                     "forget a user", "delete", self._conn.full(name), points_selector=selector, wait=True
                 )
+        counts["tombstones"] = self.forget_tombstones(user_id)
         return counts
 
     def residue(self, user_id: str) -> dict[str, int]:
         """Points left for the user in each collection (0 everywhere after :meth:`forget_user`)."""
         self._ensure()
         qfilter = models().Filter(must=[codec.match("user_id", user_id)])
-        return {"records": self._conn.count(RECORDS, qfilter), "history": self._conn.count(HISTORY, qfilter)}
+        return {
+            "records": self._conn.count(RECORDS, qfilter),
+            "history": self._conn.count(HISTORY, qfilter),
+            "tombstones": self.count_tombstones(user_id),
+        }
 
     def rebuild_lexical(self, user_id: str | None = None) -> int:
         """Re-encode the lexical vectors of every live memory (of one user); returns how many."""

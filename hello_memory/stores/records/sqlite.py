@@ -6,7 +6,7 @@ transaction as the record, so the lexical index can never disagree with the reco
 markers are rows of their own (``pending``), written before the work they cover and cleared when
 it is done; recovery reads them back (:meth:`SQLiteRecordStore.unsettled`). The store is built in
 layers: rows (:mod:`.sqlite_rows`), lexical index (:mod:`.sqlite_lexical`), reads
-(:mod:`.sqlite_reads`), writes (:mod:`.sqlite_writes`).
+(:mod:`.sqlite_reads`), writes (:mod:`.sqlite_writes`), conversation ledger (:mod:`.sqlite_ledger`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from hello_memory.stores.records import sqlite_ledger
 from hello_memory.stores.records import sqlite_rows as layout
+from hello_memory.stores.records.sqlite_ledger import SQLiteTurnLedger
 from hello_memory.stores.records.sqlite_writes import SQLiteWrites
 
 
-class SQLiteRecordStore(SQLiteWrites):
+class SQLiteRecordStore(SQLiteTurnLedger, SQLiteWrites):
     """Memories and their history in one SQLite file (WAL, transactions, versioned schema).
 
     Example:
@@ -26,7 +28,7 @@ class SQLiteRecordStore(SQLiteWrites):
         >>> store.close()
     """
 
-    schema = layout.SCHEMA
+    schema = layout.SCHEMA + sqlite_ledger.SCHEMA
     schema_version = layout.SCHEMA_VERSION
 
     def __init__(self, path: str | Path, *, context_window: int = 0) -> None:
@@ -53,3 +55,14 @@ class SQLiteRecordStore(SQLiteWrites):
         conn.executescript(layout.VERSION_TRIGGER)
         self._sync_context_window(conn)
 
+
+    def forget_user(self, user_id: str, *, keep_pending: bool = False) -> dict[str, int]:
+        """Delete every row of ``user_id`` in every table, tombstones included, in one transaction."""
+        with self.transaction():
+            counts = super().forget_user(user_id, keep_pending=keep_pending)
+            counts["tombstones"] = self.forget_tombstones(user_id)
+        return counts
+
+    def residue(self, user_id: str) -> dict[str, int]:
+        """Rows left for ``user_id`` in every table (0 everywhere after :meth:`forget_user`)."""
+        return {**super().residue(user_id), "tombstones": self.count_tombstones(user_id)}

@@ -49,6 +49,8 @@ FIELDS = (
     "modality",
     "source_path",
     "media_hash",
+    "message_id",
+    "message_digest",
 )
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (

@@ -52,6 +52,7 @@ from hello_memory.stores.vectors.edge_engine import (
     vector_params,
     write_meta,
 )
+from hello_memory.stores.vectors.edge_layout import EdgeLayouts, layout_name
 from hello_memory.stores.vectors.edge_space import MIN_FREE_BYTES, DiskBudget
 from hello_memory.stores.vectors.filters import CompiledFilter
 from hello_memory.stores.vectors.rules import CollectionMeta, check_collection_name
@@ -65,7 +66,7 @@ INDEX_THRESHOLD = 20_000  # points outside the HNSW graph before a background bu
 _INDEX_CHECK_EVERY = 1_000  # points written between two looks at a collection's unindexed count
 
 
-class QdrantEdgeVectorStore(VectorStoreAdapter):
+class QdrantEdgeVectorStore(EdgeLayouts, VectorStoreAdapter):
     """A :class:`~hello_memory.stores.vectors.base.VectorStore` in a local directory (Qdrant Edge shards).
 
     Args:
@@ -321,6 +322,12 @@ class QdrantEdgeVectorStore(VectorStoreAdapter):
                 shard = qe.EdgeShard.load(str(shard_dir))
                 ensure_indexes(shard, lambda: self._budget.need(self._budget.min_free))
             self._shards[name], self._metas[name] = shard, meta
+            if meta.compact != self._compact:
+                logger.warning(
+                    "vector collection %s keeps its %s layout: vector_memory=%s applies to new collections; "
+                    "rebuild it in the %s layout with `hello-memory reindex --vectors --home %s`",
+                    name, layout_name(meta.compact), *[layout_name(self._compact)] * 2, self._path.parent,
+                )
             self._maybe_build(name, shard, self._index_threshold or 0)  # a graph left unbuilt
             return shard, meta
 

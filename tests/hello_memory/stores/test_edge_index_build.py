@@ -251,3 +251,49 @@ def test_a_compact_collection_keeps_its_layout_through_a_build_and_a_reopen(tmp_
     reopened.ensure_collection("other", DIM, embedder="fake")
     assert not reopened._meta("other").compact
     reopened.close()
+
+
+def test_switching_vector_memory_warns_at_open_and_reindex_vectors_applies_it(tmp_path, monkeypatch, caplog):
+    """Issue 34: HELLO_MEMORY_VECTOR_MEMORY=compact on an existing store left its collections mapped, and
+    nothing said so. Opening one now names it and the command; the command rebuilds it (and back)."""
+    from typer.testing import CliRunner
+
+    from hello_memory import MemoryManager, Settings
+    from hello_memory.cli import app
+
+    monkeypatch.setattr(edge_build, "_CHILD", edge_build._CHILD)
+    home = tmp_path / "d"
+    with MemoryManager(Settings(home=home, embedder="tfidf"), user_id="u") as mm:
+        item = mm.add("a note about tea", memory_type="semantic")
+    monkeypatch.setenv("HELLO_MEMORY_EMBEDDER", "tfidf")
+    monkeypatch.setenv("HELLO_MEMORY_VECTOR_MEMORY", "compact")
+    with caplog.at_level("WARNING", logger="hello_memory.stores.vectors.edge"), \
+            MemoryManager(Settings(home=home), user_id="u") as mm:
+        assert mm.search("tea", limit=1)[0].item.id == item.id
+        collections = mm.bundle.vectors.layouts()
+    assert set(collections.values()) == {"mapped"}
+    warned = [r.getMessage() for r in caplog.records if "keeps its mapped layout" in r.getMessage()]
+    assert warned and "hello-memory reindex --vectors --home" in warned[0]
+
+    out = CliRunner().invoke(app, ["reindex", "--vectors", "--home", str(home)])
+    assert out.exit_code == 0, out.output
+    assert f"rebuilt: {', '.join(sorted(collections))}" in out.output
+    with MemoryManager(Settings(home=home), user_id="u") as mm:
+        assert set(mm.bundle.vectors.layouts().values()) == {"compact"}
+        assert mm.relayout_vectors() == []  # already in it
+        hit = mm.search("tea", limit=1)[0]
+        assert hit.item.id == item.id
+    monkeypatch.setenv("HELLO_MEMORY_VECTOR_MEMORY", "mapped")
+    out = CliRunner().invoke(app, ["reindex", "--vectors", "--home", str(home)])
+    assert out.exit_code == 0 and "mapped layout" in out.output
+    with MemoryManager(Settings(home=home), user_id="u") as mm:
+        assert set(mm.bundle.vectors.layouts().values()) == {"mapped"}
+
+
+def test_reindex_vectors_on_a_qdrant_server_says_it_has_no_layout(tmp_path, monkeypatch):
+    from hello_memory import MemoryManager, Settings
+    from hello_memory.errors import InvalidInputError
+
+    settings = Settings(home=tmp_path / "never", embedder="tfidf", qdrant_url=":memory:")
+    with MemoryManager(settings) as mm, pytest.raises(InvalidInputError, match="configured on the server"):
+        mm.relayout_vectors()
