@@ -1,10 +1,12 @@
-"""Bridges between blocking iterators and the event loop, for the async façades.
+"""The async façades' common part: a blocking façade run in worker threads, and iterators bridged.
 
-The async classes (:mod:`hello_memory.manager_async`, :mod:`hello_memory.client.remote_async`,
-:mod:`rag.pipeline_async`) run each blocking call in a worker thread (``asyncio.to_thread``);
-iterators need one more step, both ways: :func:`in_threads` reads a blocking iterator (an export,
-an open file) a batch at a time in worker threads, and :func:`blocking` lets a worker thread read
-an async iterable by handing each step back to the event loop.
+:class:`InThreads` is the base of :class:`~hello_memory.manager_async.AsyncMemoryManager` and
+:class:`~rag.pipeline_async.AsyncRAGPipeline`: the façade it wraps is opened at first use, in a
+worker thread, and every call runs in one (``asyncio.to_thread``), as STYLE's concurrency rule 3
+asks (an async API wraps the thread-safe core, it does not re-implement it). Iterators need one
+more step, both ways: :func:`in_threads` reads a blocking iterator (an export, an open file) a batch
+at a time in worker threads, and :func:`blocking` lets a worker thread read an async iterable by
+handing each step back to the event loop.
 
 Example:
     >>> import asyncio
@@ -17,11 +19,92 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator
 from itertools import islice
-from typing import TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
+from hello_memory.errors import InvalidInputError
+
+P = ParamSpec("P")
 T = TypeVar("T")
+S = TypeVar("S", bound="InThreads[Any]")
+
+
+class Closable(Protocol):
+    """A blocking façade: ``MemoryManager``, ``RAGPipeline``."""
+
+    def close(self) -> None:
+        """Release what it holds; idempotent."""
+        ...
+
+
+F = TypeVar("F", bound=Closable)
+
+
+class InThreads(Generic[F]):
+    """An async view of a blocking façade: opened once, at first use, and every call in a worker thread.
+
+    Args:
+        opener: builds the façade (blocking: opens its stores); called at most once, in a worker thread.
+
+    Example:
+        >>> class Clock:
+        ...     def now(self) -> str:
+        ...         return "noon"
+        ...     def close(self) -> None:
+        ...         pass
+        >>> class AsyncClock(InThreads[Clock]):
+        ...     async def now(self) -> str:
+        ...         return await self._run(Clock.now)
+        >>> async def main() -> str:
+        ...     async with AsyncClock(Clock) as clock:
+        ...         return await clock.now()
+        >>> asyncio.run(main())
+        'noon'
+    """
+
+    def __init__(self, opener: Callable[[], F]) -> None:
+        self._opener = opener
+        self._facade: F | None = None
+        self._closed = False
+        self._opening = threading.Lock()  # a thread lock: opening runs in a worker thread, on any event loop
+
+    def _opened(self) -> F:
+        """The façade, opened on first use (in the calling worker thread, once)."""
+        with self._opening:
+            if self._closed:
+                raise InvalidInputError(f"this {type(self).__name__} is closed")
+            if self._facade is None:
+                self._facade = self._opener()
+            return self._facade
+
+    async def _run(self, method: Callable[Concatenate[F, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``method(facade, *args, **kwargs)`` in a worker thread."""
+        return await asyncio.to_thread(lambda: method(self._opened(), *args, **kwargs))
+
+    async def open(self: S) -> S:
+        """Open now (in a worker thread) rather than at the first call; returns itself."""
+        await asyncio.to_thread(self._opened)
+        return self
+
+    def close(self) -> None:
+        """Release the façade (blocking: call it from a worker thread or outside the event loop); idempotent."""
+        with self._opening:
+            self._closed = True
+            facade = self._facade
+        if facade is not None:
+            facade.close()
+
+    async def aclose(self) -> None:
+        """Release the façade in a worker thread; idempotent."""
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self: S) -> S:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 BATCH = 256
 """Items one worker-thread step reads: a thread hop costs about as much as reading a few lines."""
 

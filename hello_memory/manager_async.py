@@ -29,13 +29,13 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar, overload
+from typing import Any, overload
 
-from hello_memory._aio import blocking, in_threads
+from hello_memory._aio import InThreads, blocking, in_threads
 from hello_memory.api import Messages, Query, TimeRange
 from hello_memory.context import ContextBlock
 from hello_memory.embedders.base import Embedder
@@ -59,11 +59,8 @@ from hello_memory.stores.records.base import RecordStore
 from hello_memory.stores.vectors.base import VectorStore
 from hello_memory.validation import check_id, check_tiers
 
-P = ParamSpec("P")
-T = TypeVar("T")
 
-
-class AsyncMemoryManager:
+class AsyncMemoryManager(InThreads[MemoryManager]):
     """A ``MemoryManager`` whose every call is awaitable (see the module docstring).
 
     Args:
@@ -78,77 +75,38 @@ class AsyncMemoryManager:
         enable_perceptual: bool = False, embedder: Embedder | None = None, vector_store: VectorStore | None = None,
         graph_store: GraphStore | None = None, llm: LLMClient | None = None, record_store: RecordStore | None = None,
     ) -> None:
-        tiers = {"working": enable_working, "episodic": enable_episodic, "semantic": enable_semantic,
-                 "perceptual": enable_perceptual}
         self._user_id = check_id(user_id, "user_id")
-        self._enabled = check_tiers(**tiers)
-        self._open_with: dict[str, Any] = dict(
-            settings=settings, home=home, user_id=user_id, embedder=embedder, vector_store=vector_store,
-            graph_store=graph_store, llm=llm, record_store=record_store, **{f"enable_{k}": v for k, v in tiers.items()})
-        self._manager: MemoryManager | None = None
-        self._closed = False
-        self._opening = threading.Lock()  # a thread lock: opening runs in a worker thread, on any event loop
+        self._enabled = check_tiers(working=enable_working, episodic=enable_episodic, semantic=enable_semantic,
+                                    perceptual=enable_perceptual)
+        super().__init__(partial(
+            MemoryManager, settings, home=home, user_id=user_id, enable_working=enable_working,
+            enable_episodic=enable_episodic, enable_semantic=enable_semantic, enable_perceptual=enable_perceptual,
+            embedder=embedder, vector_store=vector_store, graph_store=graph_store, llm=llm, record_store=record_store,
+        ))
 
     @classmethod
     def wrap(cls, manager: MemoryManager) -> AsyncMemoryManager:
         """An async view of an open ``manager`` (closing the view closes it)."""
         view = cls(user_id=manager.user_id)
-        view._manager = manager
+        view._facade = manager
         return view
 
-    # -- plumbing ---------------------------------------------------------------------------
     @property
     def user_id(self) -> str:
         """The default user of every call."""
-        return self._user_id if self._manager is None else self._manager.user_id
+        return self._user_id if self._facade is None else self._facade.user_id
 
     @property
     def enabled(self) -> tuple[MemoryType, ...]:
         """The memory tiers this memory serves."""
-        return self._enabled if self._manager is None else self._manager.enabled
+        return self._enabled if self._facade is None else self._facade.enabled
 
     @property
     def manager(self) -> MemoryManager:
         """The ``MemoryManager`` (``settings``, ``bundle``, ``embedder``...); only once open."""
-        if self._manager is None:
+        if self._facade is None:
             raise InvalidInputError("this AsyncMemoryManager is not open yet: `await mm.open()` (or `async with`)")
-        return self._manager
-
-    def _opened(self) -> MemoryManager:
-        """The manager, opened on first use (in the calling worker thread, once)."""
-        with self._opening:
-            if self._closed:
-                raise InvalidInputError("this AsyncMemoryManager is closed")
-            if self._manager is None:
-                self._manager = MemoryManager(**self._open_with)
-            return self._manager
-
-    async def _run(self, method: Callable[Concatenate[MemoryManager, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """``method(manager, *args, **kwargs)`` in a worker thread."""
-        return await asyncio.to_thread(lambda: method(self._opened(), *args, **kwargs))
-
-    async def open(self) -> AsyncMemoryManager:
-        """Open the stores now (in a worker thread) rather than at the first call; returns the memory."""
-        await asyncio.to_thread(self._opened)
-        return self
-
-    def close(self) -> None:
-        """Release the stores (blocking: from a worker thread or outside the event loop); idempotent."""
-        with self._opening:
-            self._closed = True
-            manager = self._manager
-        if manager is not None:
-            manager.close()
-
-    async def aclose(self) -> None:
-        """Release the stores in a worker thread; idempotent."""
-        await asyncio.to_thread(self.close)
-
-    async def __aenter__(self) -> AsyncMemoryManager:
-        return await self.open()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        return self._facade
 
     # -- add --------------------------------------------------------------------------------
     @overload
