@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -114,8 +115,8 @@ def create_app(core: ServiceCore, keys: KeyRing | None = None, *, close_on_shutd
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
-        if close_on_shutdown:
-            core.close()
+        if close_on_shutdown:  # waits for running operations, then closes the stores: not on the event loop
+            await anyio.to_thread.run_sync(core.close)
 
     # /docs and /redoc from files shipped in fastapi-offline, not FastAPI's CDN (blank offline), and no
     # online validator badge: the pages name no other host.
@@ -148,9 +149,11 @@ def create_app(core: ServiceCore, keys: KeyRing | None = None, *, close_on_shutd
 
 
 def _health_routes(app: FastAPI, core: ServiceCore) -> None:
+    home = home_id(core.home)  # resolves the path (file system): once, not in every health check
+
     @app.get("/health", tags=["health"], summary="Liveness: the process answers")
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "service": "hello-memory", "version": __version__, "home": home_id(core.home),
+        return {"status": "ok", "service": "hello-memory", "version": __version__, "home": home,
                 "pid": os.getpid(), "running": core.running}
 
     @app.get("/ready", tags=["health"], summary="Readiness: stores open and accepting operations")
