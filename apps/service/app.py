@@ -35,7 +35,6 @@ from apps.service.limits import BodyLimit, ServerTiming
 from apps.service.routing import ServiceRoute
 from hello_memory import __version__
 from hello_memory._lazy import require
-from hello_memory.client.discovery import home_id
 from hello_memory.errors import HelloMemoryError, InvalidInputError, NotFoundError
 from hello_memory.wire import ErrorBody, ErrorDetail, encode
 
@@ -149,11 +148,9 @@ def create_app(core: ServiceCore, keys: KeyRing | None = None, *, close_on_shutd
 
 
 def _health_routes(app: FastAPI, core: ServiceCore) -> None:
-    home = home_id(core.home)  # resolves the path (file system): once, not in every health check
-
     @app.get("/health", tags=["health"], summary="Liveness: the process answers")
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "service": "hello-memory", "version": __version__, "home": home,
+        return {"status": "ok", "service": "hello-memory", "version": __version__, "home": core.home_id,
                 "pid": os.getpid(), "running": core.running}
 
     @app.get("/ready", tags=["health"], summary="Readiness: stores open and accepting operations")

@@ -23,7 +23,6 @@ import httpx
 import pytest
 from service_inprocess import serving
 
-from apps.service import app as app_module
 from apps.service import spool as spool_module
 from apps.service.app import create_app
 from apps.service.core import ServiceCore
@@ -33,7 +32,7 @@ from hello_memory.testing.blocking import BlockingMemory
 from hello_memory.testing.fake_embedder import GatedEmbedder
 from rag.remote import RemoteRAG
 
-WATCHED = {"core.rag", "core.resolve_root_path", "embedder.embed", "home_id", "spool.feed", "spool.finish",
+WATCHED = {"core.rag", "core.resolve_root_path", "embedder.embed", "spool.feed", "spool.finish",
            *(f"memory.{name}" for name in ("add", "add_many", "build_context", "clear_all", "consolidate",
                                             "export_lines", "forget", "forget_user", "get", "get_all", "history",
                                             "import_lines", "reindex_graph", "remove", "restore", "search", "stats",
@@ -115,7 +114,6 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
     for name in ("feed", "finish"):
         method = getattr(spool_module.ImportSpool, name)
         monkeypatch.setattr(spool_module.ImportSpool, name, watch.wrap(method, f"spool.{name}"))
-    monkeypatch.setattr(app_module, "home_id", watch.wrap(app_module.home_id, "home_id"))
     app = create_app(core)
     with serving(_record_routes(app, hit)) as url:
         try:
