@@ -1,5 +1,6 @@
 """The async façades' common part: a blocking façade run in worker threads, and iterators bridged.
 
+:class:`AsyncAdd` is ``add`` of both async memories (its overloads and arguments, written once).
 :class:`InThreads` is the base of :class:`~hello_memory.manager_async.AsyncMemoryManager` and
 :class:`~rag.pipeline_async.AsyncRAGPipeline`: the façade it wraps is opened at first use, in a
 worker thread, and every call runs in one (``asyncio.to_thread``), as STYLE's concurrency rule 3
@@ -21,14 +22,48 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator
+from datetime import datetime
 from itertools import islice
-from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
+from hello_memory.api import Messages
 from hello_memory.errors import InvalidInputError
+from hello_memory.models import MemoryItem, MemoryType
 
 P = ParamSpec("P")
 T = TypeVar("T")
 S = TypeVar("S", bound="InThreads[Any]")
+
+
+class AsyncAdd:
+    """``add`` of the async memories: the overloads of :meth:`MemoryAPI.add <hello_memory.api.MemoryAPI.add>`,
+    awaited; the memory sends the call in :meth:`_add`."""
+
+    @overload
+    async def add(
+        self, content: str, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
+    ) -> MemoryItem: ...
+    @overload
+    async def add(
+        self, content: Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
+    ) -> list[MemoryItem]: ...
+    async def add(
+        self, content: str | Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
+        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
+    ) -> MemoryItem | list[MemoryItem]:
+        """Store one memory and return it, or a conversation and return its turns (``MemoryAPI.add``)."""
+        arguments = dict(fields, memory_type=memory_type, importance=importance, session_id=session_id,
+                         created_at=created_at, metadata=metadata, memory_id=memory_id)
+        return await self._add(content, user_id, arguments)
+
+    async def _add(self, content: str | Messages, user_id: str | None,
+                   arguments: dict[str, Any]) -> MemoryItem | list[MemoryItem]:
+        raise NotImplementedError
 
 
 class Closable(Protocol):

@@ -20,19 +20,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, overload, runtime_checkable
 
+from hello_memory import models
 from hello_memory.api import Messages, Query, TimeRange
 from hello_memory.context import ContextBlock
-from hello_memory.models import (
-    ConsolidateReport,
-    ForgetReport,
-    HistoryEntry,
-    ImportReport,
-    MemoryItem,
-    MemoryStats,
-    MemoryType,
-    ReindexReport,
-    ScoredMemory,
-)
 
 #: ``MemoryAPI``'s names of the async API's differently named methods.
 SYNC_NAMES = {"aclose": "close", "__aenter__": "__enter__", "__aexit__": "__exit__"}
@@ -48,57 +38,58 @@ class AsyncMemoryAPI(Protocol):
         ...
 
     @property
-    def enabled(self) -> tuple[MemoryType, ...]:
+    def enabled(self) -> tuple[models.MemoryType, ...]:
         """The memory tiers this memory serves."""
         ...
 
     @overload
     async def add(
-        self, content: str, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        self, content: str, *, memory_type: str | models.MemoryType | None = None, importance: float = 0.5,
         user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
         metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
-    ) -> MemoryItem: ...
+    ) -> models.MemoryItem: ...
     @overload
     async def add(
-        self, content: Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        self, content: Messages, *, memory_type: str | models.MemoryType | None = None, importance: float = 0.5,
         user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
         metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
-    ) -> list[MemoryItem]: ...
+    ) -> list[models.MemoryItem]: ...
     async def add(
-        self, content: str | Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
+        self, content: str | Messages, *, memory_type: str | models.MemoryType | None = None, importance: float = 0.5,
         user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
         metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
-    ) -> MemoryItem | list[MemoryItem]:
+    ) -> models.MemoryItem | list[models.MemoryItem]:
         """:meth:`MemoryAPI.add <hello_memory.api.MemoryAPI.add>`: a memory, or a conversation's turns."""
         ...
 
-    async def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
+    async def add_many(self, items: Iterable[dict[str, Any]]) -> list[models.MemoryItem]:
         """:meth:`MemoryAPI.add_many <hello_memory.api.MemoryAPI.add_many>`."""
         ...
 
-    async def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:
+    async def get(self, memory_id: str, *, user_id: str | None = None,
+                  include_deleted: bool = False) -> models.MemoryItem:
         """:meth:`MemoryAPI.get <hello_memory.api.MemoryAPI.get>`."""
         ...
 
-    async def get_all(self, *, user_id: str | None = None, memory_type: str | MemoryType | None = None,
-                      limit: int | None = None, include_deleted: bool = False) -> list[MemoryItem]:
+    async def get_all(self, *, user_id: str | None = None, memory_type: str | models.MemoryType | None = None,
+                      limit: int | None = None, include_deleted: bool = False) -> list[models.MemoryItem]:
         """:meth:`MemoryAPI.get_all <hello_memory.api.MemoryAPI.get_all>`."""
         ...
 
     async def search(self, query: Query, *, user_id: str | None = None,
-                     memory_types: Sequence[str | MemoryType] | None = None, limit: int = 10,
+                     memory_types: Sequence[str | models.MemoryType] | None = None, limit: int = 10,
                      min_importance: float = 0.0, min_score: float | None = None, time_range: TimeRange | None = None,
                      session_id: str | None = None, reference_time: datetime | str | None = None,
-                     ) -> list[ScoredMemory]:
+                     ) -> list[models.ScoredMemory]:
         """:meth:`MemoryAPI.search <hello_memory.api.MemoryAPI.search>`."""
         ...
 
-    async def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
+    async def history(self, memory_id: str, *, user_id: str | None = None) -> list[models.HistoryEntry]:
         """:meth:`MemoryAPI.history <hello_memory.api.MemoryAPI.history>`."""
         ...
 
     async def update(self, memory_id: str, content: str | None = None, importance: float | None = None,
-                     metadata: dict[str, Any] | None = None, *, user_id: str | None = None) -> MemoryItem:
+                     metadata: dict[str, Any] | None = None, *, user_id: str | None = None) -> models.MemoryItem:
         """:meth:`MemoryAPI.update <hello_memory.api.MemoryAPI.update>`."""
         ...
 
@@ -106,18 +97,19 @@ class AsyncMemoryAPI(Protocol):
         """:meth:`MemoryAPI.remove <hello_memory.api.MemoryAPI.remove>`."""
         ...
 
-    async def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryItem:
+    async def restore(self, memory_id: str, *, user_id: str | None = None) -> models.MemoryItem:
         """:meth:`MemoryAPI.restore <hello_memory.api.MemoryAPI.restore>`."""
         ...
 
     async def forget(self, strategy: str = "importance_based", threshold: float = 0.1, max_age_days: float = 30, *,
-                     capacity: int | None = None, memory_types: Sequence[str | MemoryType] | None = None,
-                     user_id: str | None = None, purge: bool = False) -> ForgetReport:
+                     capacity: int | None = None, memory_types: Sequence[str | models.MemoryType] | None = None,
+                     user_id: str | None = None, purge: bool = False) -> models.ForgetReport:
         """:meth:`MemoryAPI.forget <hello_memory.api.MemoryAPI.forget>`."""
         ...
 
-    async def consolidate(self, from_type: str | MemoryType = "working", to_type: str | MemoryType = "episodic",
-                          importance_threshold: float = 0.7, *, user_id: str | None = None) -> ConsolidateReport:
+    async def consolidate(self, from_type: str | models.MemoryType = "working",
+                          to_type: str | models.MemoryType = "episodic", importance_threshold: float = 0.7, *,
+                          user_id: str | None = None) -> models.ConsolidateReport:
         """:meth:`MemoryAPI.consolidate <hello_memory.api.MemoryAPI.consolidate>`."""
         ...
 
@@ -129,7 +121,7 @@ class AsyncMemoryAPI(Protocol):
         """:meth:`MemoryAPI.forget_user <hello_memory.api.MemoryAPI.forget_user>`."""
         ...
 
-    async def stats(self, *, user_id: str | None = None) -> MemoryStats:
+    async def stats(self, *, user_id: str | None = None) -> models.MemoryStats:
         """:meth:`MemoryAPI.stats <hello_memory.api.MemoryAPI.stats>`."""
         ...
 
@@ -170,10 +162,11 @@ class AsyncMemoryAdminAPI(Protocol):
         """The export as an async iterator of JSON Lines (arguments checked at the call, sent at the first line)."""
         ...
 
-    async def import_lines(self, lines: Iterable[str] | AsyncIterable[str], *, reembed: bool = False) -> ImportReport:
+    async def import_lines(self, lines: Iterable[str] | AsyncIterable[str], *,
+                           reembed: bool = False) -> models.ImportReport:
         """Import an export: its lines as an iterable (an open file, read in worker threads) or an async iterable."""
         ...
 
-    async def reindex_graph(self, user_id: str | None = None) -> ReindexReport:
+    async def reindex_graph(self, user_id: str | None = None) -> models.ReindexReport:
         """Rebuild the knowledge graph of one user (``None``: of every user reached) from the records."""
         ...

@@ -33,26 +33,16 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
-from hello_memory._aio import InThreads, blocking, in_threads
+from hello_memory import models
+from hello_memory._aio import AsyncAdd, InThreads, blocking, in_threads
 from hello_memory.api import Messages, Query, TimeRange
 from hello_memory.context import ContextBlock
 from hello_memory.embedders.base import Embedder
 from hello_memory.errors import InvalidInputError
 from hello_memory.llm.base import LLMClient
 from hello_memory.manager import MemoryManager
-from hello_memory.models import (
-    ConsolidateReport,
-    ForgetReport,
-    HistoryEntry,
-    ImportReport,
-    MemoryItem,
-    MemoryStats,
-    MemoryType,
-    ReindexReport,
-    ScoredMemory,
-)
 from hello_memory.settings import Settings
 from hello_memory.stores.graph.base import GraphStore
 from hello_memory.stores.records.base import RecordStore
@@ -60,7 +50,7 @@ from hello_memory.stores.vectors.base import VectorStore
 from hello_memory.validation import check_id, check_tiers
 
 
-class AsyncMemoryManager(InThreads[MemoryManager]):
+class AsyncMemoryManager(AsyncAdd, InThreads[MemoryManager]):
     """A ``MemoryManager`` whose every call is awaitable (see the module docstring).
 
     Args:
@@ -97,7 +87,7 @@ class AsyncMemoryManager(InThreads[MemoryManager]):
         return self._user_id if self._facade is None else self._facade.user_id
 
     @property
-    def enabled(self) -> tuple[MemoryType, ...]:
+    def enabled(self) -> tuple[models.MemoryType, ...]:
         """The memory tiers this memory serves."""
         return self._enabled if self._facade is None else self._facade.enabled
 
@@ -109,62 +99,46 @@ class AsyncMemoryManager(InThreads[MemoryManager]):
         return self._facade
 
     # -- add --------------------------------------------------------------------------------
-    @overload
-    async def add(
-        self, content: str, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
-        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
-        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
-    ) -> MemoryItem: ...
-    @overload
-    async def add(
-        self, content: Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
-        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
-        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
-    ) -> list[MemoryItem]: ...
-    async def add(
-        self, content: str | Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
-        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
-        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
-    ) -> MemoryItem | list[MemoryItem]:
-        """``MemoryManager.add`` in a worker thread."""
-        arguments = dict(fields, memory_type=memory_type, importance=importance, user_id=user_id,
-                         session_id=session_id, created_at=created_at, metadata=metadata, memory_id=memory_id)
-        added: MemoryItem | list[MemoryItem] = await asyncio.to_thread(
-            lambda: self._opened().add(content, **arguments))  # add is overloaded: no ParamSpec for it
+    async def _add(self, content: str | Messages, user_id: str | None,
+                   arguments: dict[str, Any]) -> models.MemoryItem | list[models.MemoryItem]:
+        """``MemoryManager.add`` in a worker thread (:class:`~hello_memory._aio.AsyncAdd` is ``add``)."""
+        added: models.MemoryItem | list[models.MemoryItem] = await asyncio.to_thread(
+            lambda: self._opened().add(content, user_id=user_id, **arguments))  # overloaded: no ParamSpec for it
         return added
 
-    async def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
+    async def add_many(self, items: Iterable[dict[str, Any]]) -> list[models.MemoryItem]:
         """``MemoryManager.add_many`` in a worker thread."""
         return await self._run(MemoryManager.add_many, items)
 
     # -- read -------------------------------------------------------------------------------
-    async def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:
+    async def get(self, memory_id: str, *, user_id: str | None = None,
+                  include_deleted: bool = False) -> models.MemoryItem:
         """``MemoryManager.get`` in a worker thread."""
         return await self._run(MemoryManager.get, memory_id, user_id=user_id, include_deleted=include_deleted)
 
-    async def get_all(self, *, user_id: str | None = None, memory_type: str | MemoryType | None = None,
-                      limit: int | None = None, include_deleted: bool = False) -> list[MemoryItem]:
+    async def get_all(self, *, user_id: str | None = None, memory_type: str | models.MemoryType | None = None,
+                      limit: int | None = None, include_deleted: bool = False) -> list[models.MemoryItem]:
         """``MemoryManager.get_all`` in a worker thread."""
         return await self._run(MemoryManager.get_all, user_id=user_id, memory_type=memory_type, limit=limit,
                                include_deleted=include_deleted)
 
     async def search(self, query: Query, *, user_id: str | None = None,
-                     memory_types: Sequence[str | MemoryType] | None = None, limit: int = 10,
+                     memory_types: Sequence[str | models.MemoryType] | None = None, limit: int = 10,
                      min_importance: float = 0.0, min_score: float | None = None, time_range: TimeRange | None = None,
                      session_id: str | None = None, reference_time: datetime | str | None = None,
-                     ) -> list[ScoredMemory]:
+                     ) -> list[models.ScoredMemory]:
         """``MemoryManager.search`` in a worker thread."""
         return await self._run(MemoryManager.search, query, user_id=user_id, memory_types=memory_types, limit=limit,
                                min_importance=min_importance, min_score=min_score, time_range=time_range,
                                session_id=session_id, reference_time=reference_time)
 
-    async def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
+    async def history(self, memory_id: str, *, user_id: str | None = None) -> list[models.HistoryEntry]:
         """``MemoryManager.history`` in a worker thread."""
         return await self._run(MemoryManager.history, memory_id, user_id=user_id)
 
     # -- change -----------------------------------------------------------------------------
     async def update(self, memory_id: str, content: str | None = None, importance: float | None = None,
-                     metadata: dict[str, Any] | None = None, *, user_id: str | None = None) -> MemoryItem:
+                     metadata: dict[str, Any] | None = None, *, user_id: str | None = None) -> models.MemoryItem:
         """``MemoryManager.update`` in a worker thread."""
         return await self._run(MemoryManager.update, memory_id, content, importance, metadata, user_id=user_id)
 
@@ -172,7 +146,7 @@ class AsyncMemoryManager(InThreads[MemoryManager]):
         """``MemoryManager.remove`` in a worker thread."""
         await self._run(MemoryManager.remove, memory_id, user_id=user_id)
 
-    async def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryItem:
+    async def restore(self, memory_id: str, *, user_id: str | None = None) -> models.MemoryItem:
         """``MemoryManager.restore`` in a worker thread."""
         return await self._run(MemoryManager.restore, memory_id, user_id=user_id)
 
@@ -181,14 +155,15 @@ class AsyncMemoryManager(InThreads[MemoryManager]):
         return await self._run(MemoryManager.recover)
 
     async def forget(self, strategy: str = "importance_based", threshold: float = 0.1, max_age_days: float = 30, *,
-                     capacity: int | None = None, memory_types: Sequence[str | MemoryType] | None = None,
-                     user_id: str | None = None, purge: bool = False) -> ForgetReport:
+                     capacity: int | None = None, memory_types: Sequence[str | models.MemoryType] | None = None,
+                     user_id: str | None = None, purge: bool = False) -> models.ForgetReport:
         """``MemoryManager.forget`` in a worker thread."""
         return await self._run(MemoryManager.forget, strategy, threshold, max_age_days, capacity=capacity,
                                memory_types=memory_types, user_id=user_id, purge=purge)
 
-    async def consolidate(self, from_type: str | MemoryType = "working", to_type: str | MemoryType = "episodic",
-                          importance_threshold: float = 0.7, *, user_id: str | None = None) -> ConsolidateReport:
+    async def consolidate(self, from_type: str | models.MemoryType = "working",
+                          to_type: str | models.MemoryType = "episodic", importance_threshold: float = 0.7, *,
+                          user_id: str | None = None) -> models.ConsolidateReport:
         """``MemoryManager.consolidate`` in a worker thread."""
         return await self._run(MemoryManager.consolidate, from_type, to_type, importance_threshold, user_id=user_id)
 
@@ -201,7 +176,7 @@ class AsyncMemoryManager(InThreads[MemoryManager]):
         return await self._run(MemoryManager.forget_user, user_id)
 
     # -- reports ----------------------------------------------------------------------------
-    async def stats(self, *, user_id: str | None = None) -> MemoryStats:
+    async def stats(self, *, user_id: str | None = None) -> models.MemoryStats:
         """``MemoryManager.stats`` in a worker thread."""
         return await self._run(MemoryManager.stats, user_id=user_id)
 
@@ -226,13 +201,14 @@ class AsyncMemoryManager(InThreads[MemoryManager]):
         async for line in in_threads(lines):
             yield line
 
-    async def import_lines(self, lines: Iterable[str] | AsyncIterable[str], *, reembed: bool = False) -> ImportReport:
+    async def import_lines(self, lines: Iterable[str] | AsyncIterable[str], *,
+                           reembed: bool = False) -> models.ImportReport:
         """``MemoryManager.import_lines`` in a worker thread; ``lines`` may be an async iterable too."""
         if isinstance(lines, AsyncIterable):
             lines = blocking(lines, asyncio.get_running_loop())  # the thread asks the loop for each line
         return await self._run(MemoryManager.import_lines, lines, reembed=reembed)
 
-    async def reindex_graph(self, user_id: str | None = None) -> ReindexReport:
+    async def reindex_graph(self, user_id: str | None = None) -> models.ReindexReport:
         """``MemoryManager.reindex_graph`` in a worker thread."""
         return await self._run(MemoryManager.reindex_graph, user_id)
 

@@ -8,8 +8,9 @@ Example:
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hello_memory._lazy import lazy_exports
 
 _EXPORTS = {
     "RemoteMemory": "hello_memory.client.remote",
@@ -22,8 +23,4 @@ if TYPE_CHECKING:
     from hello_memory.client.remote_async import AsyncRemoteMemory
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hello_memory.client' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

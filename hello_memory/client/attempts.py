@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from hello_memory.client import replies
 from hello_memory.client.encoding import encode_body, query_param
 from hello_memory.errors import ServiceError, ServiceTimeoutError
 
+E = TypeVar("E", bound=Exception)
 RETRY_STATUSES = frozenset({502, 503, 504})
 BUSY_STATUS = 429
 
@@ -112,21 +113,23 @@ def failure(httpx: ModuleType, error: Exception, *, url: str, call: str, status:
 
 def timed_out(error: Exception, *, url: str, call: str) -> ServiceTimeoutError:
     """The error of a request sent and not answered within its timeout."""
-    out = ServiceTimeoutError(
+    return _caused(ServiceTimeoutError(
         f"the memory service at {url} did not answer {call} in time ({error}); "
         "the call may still complete there: check before repeating a write (an add is safe to repeat)",
         url=url,
-    )
-    out.__cause__ = error
-    return out
+    ), error)
 
 
 def unreachable(error: Exception, *, url: str, call: str) -> ServiceError:
     """The error of a request that did not reach the service, or whose connection dropped."""
-    out = ServiceError(
+    return _caused(ServiceError(
         f"cannot reach the memory service at {url} ({type(error).__name__}: {error}) for {call}; "
         "is `hello-memory serve` running there?",
         url=url,
-    )
-    out.__cause__ = error
-    return out
+    ), error)
+
+
+def _caused(error: E, cause: Exception) -> E:
+    """``error``, raised later, with ``cause`` as its ``__cause__`` (as ``raise error from cause`` sets it)."""
+    error.__cause__ = cause
+    return error

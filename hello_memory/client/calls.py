@@ -23,31 +23,22 @@ from urllib.parse import quote
 
 from pydantic import TypeAdapter
 
+from hello_memory import models
 from hello_memory.client import replies
 from hello_memory.client.attempts import Request
 from hello_memory.client.encoding import jsonable
 from hello_memory.context import ContextBlock
 from hello_memory.errors import InvalidInputError
-from hello_memory.models import (
-    ConsolidateReport,
-    ForgetReport,
-    HistoryEntry,
-    ImportReport,
-    MemoryItem,
-    MemoryStats,
-    MemoryType,
-    ReindexReport,
-    ScoredMemory,
-)
 from hello_memory.validation import check_flag, check_id
 from hello_memory.wire import Count, Identity, Summary
 
 T = TypeVar("T")
-Types = Sequence[str | MemoryType] | None
+Types = Sequence[str | models.MemoryType] | None
 JSON_LINES = "application/x-ndjson"
 TRANSFER_TIMEOUT = 900.0
 """Seconds an export may wait for its next lines, and an import or a reindex for its reply."""
-_ADDED: TypeAdapter[MemoryItem | list[MemoryItem]] = TypeAdapter(MemoryItem | list[MemoryItem])
+Added = models.MemoryItem | list[models.MemoryItem]
+_ADDED: TypeAdapter[Added] = TypeAdapter(Added)
 _TIMES = ("created_at", "valid_from")
 
 
@@ -78,7 +69,7 @@ def _adapter(kind: Any) -> TypeAdapter[Any]:
 
 
 # -- add ----------------------------------------------------------------------------------------
-def add(content: Any, user: str | None, arguments: Mapping[str, Any]) -> Call[MemoryItem | list[MemoryItem]]:
+def add(content: Any, user: str | None, arguments: Mapping[str, Any]) -> Call[Added]:
     """``add(content, **arguments)``: a text is sent with a ``memory_id`` (a conversation's turns get
     theirs from the service, which derives them, so a retry names them too)."""
     body = _typed({**arguments, "content": content, "user_id": user})
@@ -86,7 +77,7 @@ def add(content: Any, user: str | None, arguments: Mapping[str, Any]) -> Call[Me
     return Call(Request("POST", "/v1/memories", body=body, idempotent=True), _ADDED, named)
 
 
-def add_many(items: Iterable[dict[str, Any]], user: str | None) -> Call[list[MemoryItem]] | None:
+def add_many(items: Iterable[dict[str, Any]], user: str | None) -> Call[list[models.MemoryItem]] | None:
     """Every item checked to be an add's arguments (``None``: no item, nothing to send)."""
     if isinstance(items, str | bytes | dict) or not isinstance(items, Iterable):
         raise InvalidInputError("items must be an iterable of dicts, each with at least 'content'")
@@ -103,7 +94,7 @@ def add_many(items: Iterable[dict[str, Any]], user: str | None) -> Call[list[Mem
     if not specs:
         return None
     request = Request("POST", "/v1/memories/batch", body={"items": specs}, idempotent=True)
-    return Call(request, _adapter(list[MemoryItem]), specs)
+    return Call(request, _adapter(list[models.MemoryItem]), specs)
 
 
 def _typed(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -121,22 +112,22 @@ def identity() -> Call[Identity]:
     return _call("GET", "/v1/me", Identity)
 
 
-def get(memory_id: str, *, user: str | None, include_deleted: bool) -> Call[MemoryItem]:
+def get(memory_id: str, *, user: str | None, include_deleted: bool) -> Call[models.MemoryItem]:
     """One memory."""
     params = {"user_id": user, "include_deleted": include_deleted}
-    return _call("GET", _memory_path(memory_id), MemoryItem, params=params)
+    return _call("GET", _memory_path(memory_id), models.MemoryItem, params=params)
 
 
-def get_all(*, user: str | None, memory_type: str | MemoryType | None, limit: int | None,
-            include_deleted: bool) -> Call[list[MemoryItem]]:
+def get_all(*, user: str | None, memory_type: str | models.MemoryType | None, limit: int | None,
+            include_deleted: bool) -> Call[list[models.MemoryItem]]:
     """The user's memories."""
     params = {"user_id": user, "memory_type": memory_type, "limit": limit, "include_deleted": include_deleted}
-    return _call("GET", "/v1/memories", list[MemoryItem], params=params)
+    return _call("GET", "/v1/memories", list[models.MemoryItem], params=params)
 
 
 def search(query: Any, *, user: str | None, memory_types: Types, limit: int, min_importance: float,
            min_score: float | None, time_range: Any, session_id: str | None,
-           reference_time: datetime | str | None) -> Call[list[ScoredMemory]]:
+           reference_time: datetime | str | None) -> Call[list[models.ScoredMemory]]:
     """A search (a ``POST``, safe to repeat)."""
     body = {
         "query": _conversation(query), "user_id": user, "memory_types": _types(memory_types), "limit": limit,
@@ -144,20 +135,20 @@ def search(query: Any, *, user: str | None, memory_types: Types, limit: int, min
         "time_range": jsonable(time_range) if time_range is not None else None, "session_id": session_id,
         "reference_time": jsonable(reference_time),
     }
-    return _call("POST", "/v1/memories/search", list[ScoredMemory], body=body, idempotent=True)
+    return _call("POST", "/v1/memories/search", list[models.ScoredMemory], body=body, idempotent=True)
 
 
-def history(memory_id: str, *, user: str | None) -> Call[list[HistoryEntry]]:
+def history(memory_id: str, *, user: str | None) -> Call[list[models.HistoryEntry]]:
     """A memory's history."""
-    return _call("GET", _memory_path(memory_id, "history"), list[HistoryEntry], params={"user_id": user})
+    return _call("GET", _memory_path(memory_id, "history"), list[models.HistoryEntry], params={"user_id": user})
 
 
 # -- change -------------------------------------------------------------------------------------
 def update(memory_id: str, content: str | None, importance: float | None, metadata: dict[str, Any] | None, *,
-           user: str | None) -> Call[MemoryItem]:
+           user: str | None) -> Call[models.MemoryItem]:
     """A change of content, importance and/or metadata."""
     body = {"content": content, "importance": importance, "metadata": metadata, "user_id": user}
-    return _call("PATCH", _memory_path(memory_id), MemoryItem, body=body)
+    return _call("PATCH", _memory_path(memory_id), models.MemoryItem, body=body)
 
 
 def remove(memory_id: str, *, user: str | None) -> Call[None]:
@@ -165,25 +156,25 @@ def remove(memory_id: str, *, user: str | None) -> Call[None]:
     return Call(Request("DELETE", _memory_path(memory_id), params={"user_id": user}), None)
 
 
-def restore(memory_id: str, *, user: str | None) -> Call[MemoryItem]:
+def restore(memory_id: str, *, user: str | None) -> Call[models.MemoryItem]:
     """Undo a soft delete."""
-    return _call("POST", _memory_path(memory_id, "restore"), MemoryItem, body={"user_id": user})
+    return _call("POST", _memory_path(memory_id, "restore"), models.MemoryItem, body={"user_id": user})
 
 
 def forget(strategy: str, threshold: float, max_age_days: float, *, capacity: int | None, memory_types: Types,
-           user: str | None, purge: bool) -> Call[ForgetReport]:
+           user: str | None, purge: bool) -> Call[models.ForgetReport]:
     """Forgetting by a policy."""
     body = {"strategy": strategy, "threshold": threshold, "max_age_days": max_age_days, "capacity": capacity,
             "memory_types": _types(memory_types), "user_id": user, "purge": purge}
-    return _call("POST", "/v1/memories/forget", ForgetReport, body=body)
+    return _call("POST", "/v1/memories/forget", models.ForgetReport, body=body)
 
 
-def consolidate(from_type: str | MemoryType, to_type: str | MemoryType, importance_threshold: float, *,
-                user: str | None) -> Call[ConsolidateReport]:
+def consolidate(from_type: str | models.MemoryType, to_type: str | models.MemoryType, importance_threshold: float, *,
+                user: str | None) -> Call[models.ConsolidateReport]:
     """A promotion to a longer-lived tier."""
     body = {"from_type": jsonable(from_type), "to_type": jsonable(to_type),
             "importance_threshold": importance_threshold, "user_id": user}
-    return _call("POST", "/v1/memories/consolidate", ConsolidateReport, body=body)
+    return _call("POST", "/v1/memories/consolidate", models.ConsolidateReport, body=body)
 
 
 def clear_all(user: str | None) -> Call[Count]:
@@ -197,14 +188,14 @@ def forget_user(user_id: str) -> Call[dict[str, int]]:
 
 
 # -- reports ------------------------------------------------------------------------------------
-def stats(*, user: str | None) -> Call[MemoryStats]:
+def stats(*, user: str | None) -> Call[models.MemoryStats]:
     """Counts of one user."""
-    return _call("GET", "/v1/memories/stats", MemoryStats, params={"user_id": user})
+    return _call("GET", "/v1/memories/stats", models.MemoryStats, params={"user_id": user})
 
 
-def all_stats() -> Call[list[MemoryStats]]:
+def all_stats() -> Call[list[models.MemoryStats]]:
     """Counts of every user (admin)."""
-    return _call("GET", "/v1/users", list[MemoryStats])
+    return _call("GET", "/v1/users", list[models.MemoryStats])
 
 
 def summary(limit: int, *, user: str | None) -> Call[Summary]:
@@ -228,16 +219,17 @@ def export(*, vectors: bool, users: Sequence[str] | None) -> Request:
     return Request("POST", "/v1/export", body=body, timeout=TRANSFER_TIMEOUT, idempotent=True)
 
 
-def import_lines(content: Any, *, reembed: bool) -> Call[ImportReport]:
+def import_lines(content: Any, *, reembed: bool) -> Call[models.ImportReport]:
     """An import: ``content`` is the export's lines as a streamed body (:mod:`hello_memory.client.admin`)."""
-    return _call("POST", "/v1/import", ImportReport, params={"reembed": check_flag(reembed, "reembed")},
+    return _call("POST", "/v1/import", models.ImportReport, params={"reembed": check_flag(reembed, "reembed")},
                  content=content, content_type=JSON_LINES, timeout=TRANSFER_TIMEOUT)
 
 
-def reindex_graph(user_id: str | None) -> Call[ReindexReport]:
+def reindex_graph(user_id: str | None) -> Call[models.ReindexReport]:
     """A rebuild of the knowledge graph from the records."""
     body = {"user_id": None if user_id is None else check_id(user_id, "user_id")}
-    return _call("POST", "/v1/graph/reindex", ReindexReport, body=body, timeout=TRANSFER_TIMEOUT, idempotent=True)
+    return _call("POST", "/v1/graph/reindex", models.ReindexReport, body=body, timeout=TRANSFER_TIMEOUT,
+                 idempotent=True)
 
 
 def _memory_path(memory_id: str, action: str | None = None) -> str:

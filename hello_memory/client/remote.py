@@ -27,14 +27,12 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, overload
 
-from pydantic import SecretStr
-
 from hello_memory.api import Messages, Query, TimeRange
 from hello_memory.client import calls
 from hello_memory.client.admin import RemoteAdmin
 from hello_memory.client.calls import Call
-from hello_memory.client.transport import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Transport
-from hello_memory.client.write_ids import PendingIds
+from hello_memory.client.remote_base import RemoteBase
+from hello_memory.client.transport import Transport
 from hello_memory.context import ContextBlock
 from hello_memory.models import (
     ConsolidateReport,
@@ -50,35 +48,14 @@ from hello_memory.wire import Identity
 T = TypeVar("T")
 
 
-class RemoteMemory(RemoteAdmin):
-    """A memory served by a hello-memory service (``hello-memory serve``).
-
-    Args:
-        url: the service's base URL, e.g. ``http://127.0.0.1:8765``.
-        api_key: the key the service maps to a user; none for a loopback service without keys.
-        user_id: the default user of every call; default the key's user (``default_user`` without keys).
-        timeout: seconds per call, retries included.
-        client: a pre-built ``httpx.Client`` (tests, custom TLS).
-        retries: further attempts of a request that failed on the way (see :mod:`hello_memory.client.transport`).
+class RemoteMemory(RemoteBase[Transport], RemoteAdmin):
+    """A memory served by a hello-memory service (``hello-memory serve``); arguments: :class:`RemoteBase`.
 
     Nothing connects until the first call; :meth:`close` releases the connection pool.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        api_key: str | SecretStr | None = None,
-        user_id: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        client: Any = None,
-        retries: int = DEFAULT_RETRIES,
-    ) -> None:
-        self._http = Transport(url, api_key=api_key, timeout=timeout, client=client, retries=retries)
-        self.url = self._http.url
-        self._user_id = user_id
-        self._identity: Identity | None = None
-        self._pending = PendingIds()
+    def _transport(self, url: str, **options: Any) -> Transport:
+        return Transport(url, **options)
 
     # -- plumbing ---------------------------------------------------------------------------
     def identity(self) -> Identity:
@@ -96,9 +73,6 @@ class RemoteMemory(RemoteAdmin):
     def enabled(self) -> tuple[MemoryType, ...]:
         """The memory tiers the service serves."""
         return tuple(self.identity().memory_types)
-
-    def _user(self, user_id: str | None) -> str | None:
-        return self._user_id if user_id is None else user_id
 
     def _run(self, call: Call[T]) -> T:
         """Send one call (an add with its memories named by ids: :mod:`hello_memory.client.write_ids`)."""

@@ -27,62 +27,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
-from pydantic import SecretStr
-
+from hello_memory import models
+from hello_memory._aio import AsyncAdd
 from hello_memory.api import Messages, Query, TimeRange
 from hello_memory.client import calls
 from hello_memory.client.admin import AsyncRemoteAdmin
 from hello_memory.client.calls import Call
-from hello_memory.client.transport import DEFAULT_RETRIES, DEFAULT_TIMEOUT
+from hello_memory.client.remote_base import RemoteBase
 from hello_memory.client.transport_async import AsyncTransport
-from hello_memory.client.write_ids import PendingIds
 from hello_memory.context import ContextBlock
 from hello_memory.errors import InvalidInputError
-from hello_memory.models import (
-    ConsolidateReport,
-    ForgetReport,
-    HistoryEntry,
-    MemoryItem,
-    MemoryStats,
-    MemoryType,
-    ScoredMemory,
-)
 from hello_memory.wire import Identity
 
 T = TypeVar("T")
 
 
-class AsyncRemoteMemory(AsyncRemoteAdmin):
+class AsyncRemoteMemory(AsyncAdd, RemoteBase[AsyncTransport], AsyncRemoteAdmin):
     """A memory served by a hello-memory service, for asyncio (see the module docstring).
 
-    Args:
-        url: the service's base URL, e.g. ``http://127.0.0.1:8765``.
-        api_key: the key the service maps to a user; none for a loopback service without keys.
-        user_id: the default user of every call; default the key's user (``default_user`` without keys).
-        timeout: seconds per call, retries included.
-        client: a pre-built ``httpx.AsyncClient`` (tests, custom TLS).
-        retries: further attempts of a request that failed on the way (see :mod:`hello_memory.client.transport`).
-
+    Arguments as :class:`~hello_memory.client.remote_base.RemoteBase` (``client``: an ``httpx.AsyncClient``).
     Nothing connects until the first call; :meth:`aclose` releases the connection pool.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        api_key: str | SecretStr | None = None,
-        user_id: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        client: Any = None,
-        retries: int = DEFAULT_RETRIES,
-    ) -> None:
-        self._http = AsyncTransport(url, api_key=api_key, timeout=timeout, client=client, retries=retries)
-        self.url = self._http.url
-        self._user_id = user_id
-        self._identity: Identity | None = None
-        self._pending = PendingIds()
+    def _transport(self, url: str, **options: Any) -> AsyncTransport:
+        return AsyncTransport(url, **options)
 
     # -- plumbing ---------------------------------------------------------------------------
     async def open(self) -> AsyncRemoteMemory:
@@ -104,7 +74,7 @@ class AsyncRemoteMemory(AsyncRemoteAdmin):
         return self._known().user_id
 
     @property
-    def enabled(self) -> tuple[MemoryType, ...]:
+    def enabled(self) -> tuple[models.MemoryType, ...]:
         """The memory tiers the service serves (known once :meth:`open` has asked the service)."""
         return tuple(self._known().memory_types)
 
@@ -115,9 +85,6 @@ class AsyncRemoteMemory(AsyncRemoteAdmin):
                 "AsyncRemoteMemory(...) as mm`) first, or pass user_id="
             )
         return self._identity
-
-    def _user(self, user_id: str | None) -> str | None:
-        return self._user_id if user_id is None else user_id
 
     async def _run(self, call: Call[T]) -> T:
         """Send one call (an add with its memories named by ids: :mod:`hello_memory.client.write_ids`)."""
@@ -136,63 +103,47 @@ class AsyncRemoteMemory(AsyncRemoteAdmin):
         await self.aclose()
 
     # -- add --------------------------------------------------------------------------------
-    @overload
-    async def add(
-        self, content: str, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
-        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
-        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
-    ) -> MemoryItem: ...
-    @overload
-    async def add(
-        self, content: Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
-        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
-        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
-    ) -> list[MemoryItem]: ...
-    async def add(
-        self, content: str | Messages, *, memory_type: str | MemoryType | None = None, importance: float = 0.5,
-        user_id: str | None = None, session_id: str | None = None, created_at: datetime | str | None = None,
-        metadata: dict[str, Any] | None = None, memory_id: str | None = None, **fields: Any,
-    ) -> MemoryItem | list[MemoryItem]:
-        """Awaitable :meth:`RemoteMemory.add <hello_memory.client.remote.RemoteMemory.add>`."""
-        arguments = dict(fields, memory_type=memory_type, importance=importance, session_id=session_id,
-                         created_at=created_at, metadata=metadata, memory_id=memory_id)
+    async def _add(self, content: str | Messages, user_id: str | None,
+                   arguments: dict[str, Any]) -> models.MemoryItem | list[models.MemoryItem]:
+        """Send an add (:class:`~hello_memory._aio.AsyncAdd` is ``add``)."""
         return await self._run(calls.add(content, self._user(user_id), arguments))
 
-    async def add_many(self, items: Iterable[dict[str, Any]]) -> list[MemoryItem]:
+    async def add_many(self, items: Iterable[dict[str, Any]]) -> list[models.MemoryItem]:
         """Awaitable ``add_many``: all validated before any is stored."""
         call = calls.add_many(items, self._user_id)
         return [] if call is None else await self._run(call)
 
     # -- read -------------------------------------------------------------------------------
-    async def get(self, memory_id: str, *, user_id: str | None = None, include_deleted: bool = False) -> MemoryItem:
+    async def get(self, memory_id: str, *, user_id: str | None = None,
+                  include_deleted: bool = False) -> models.MemoryItem:
         """Awaitable ``get``: ``NotFoundError`` if absent or another user's."""
         return await self._run(calls.get(memory_id, user=self._user(user_id), include_deleted=include_deleted))
 
-    async def get_all(self, *, user_id: str | None = None, memory_type: str | MemoryType | None = None,
-                      limit: int | None = None, include_deleted: bool = False) -> list[MemoryItem]:
+    async def get_all(self, *, user_id: str | None = None, memory_type: str | models.MemoryType | None = None,
+                      limit: int | None = None, include_deleted: bool = False) -> list[models.MemoryItem]:
         """Awaitable ``get_all``: the user's memories, newest first."""
         call = calls.get_all(user=self._user(user_id), memory_type=memory_type, limit=limit,
                              include_deleted=include_deleted)
         return await self._run(call)
 
     async def search(self, query: Query, *, user_id: str | None = None,
-                     memory_types: Sequence[str | MemoryType] | None = None, limit: int = 10,
+                     memory_types: Sequence[str | models.MemoryType] | None = None, limit: int = 10,
                      min_importance: float = 0.0, min_score: float | None = None, time_range: TimeRange | None = None,
                      session_id: str | None = None, reference_time: datetime | str | None = None,
-                     ) -> list[ScoredMemory]:
+                     ) -> list[models.ScoredMemory]:
         """Awaitable ``search``: one ranked list across tiers by final score."""
         call = calls.search(query, user=self._user(user_id), memory_types=memory_types, limit=limit,
                             min_importance=min_importance, min_score=min_score, time_range=time_range,
                             session_id=session_id, reference_time=reference_time)
         return await self._run(call)
 
-    async def history(self, memory_id: str, *, user_id: str | None = None) -> list[HistoryEntry]:
+    async def history(self, memory_id: str, *, user_id: str | None = None) -> list[models.HistoryEntry]:
         """Awaitable ``history``: every change of one memory, oldest first."""
         return await self._run(calls.history(memory_id, user=self._user(user_id)))
 
     # -- change -----------------------------------------------------------------------------
     async def update(self, memory_id: str, content: str | None = None, importance: float | None = None,
-                     metadata: dict[str, Any] | None = None, *, user_id: str | None = None) -> MemoryItem:
+                     metadata: dict[str, Any] | None = None, *, user_id: str | None = None) -> models.MemoryItem:
         """Awaitable ``update``: content (re-embedded), importance and/or metadata (merged)."""
         return await self._run(calls.update(memory_id, content, importance, metadata, user=self._user(user_id)))
 
@@ -200,20 +151,21 @@ class AsyncRemoteMemory(AsyncRemoteAdmin):
         """Awaitable ``remove``: deleted from every store, history included (not restorable)."""
         await self._run(calls.remove(memory_id, user=self._user(user_id)))
 
-    async def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryItem:
+    async def restore(self, memory_id: str, *, user_id: str | None = None) -> models.MemoryItem:
         """Awaitable ``restore``: undo a soft delete."""
         return await self._run(calls.restore(memory_id, user=self._user(user_id)))
 
     async def forget(self, strategy: str = "importance_based", threshold: float = 0.1, max_age_days: float = 30, *,
-                     capacity: int | None = None, memory_types: Sequence[str | MemoryType] | None = None,
-                     user_id: str | None = None, purge: bool = False) -> ForgetReport:
+                     capacity: int | None = None, memory_types: Sequence[str | models.MemoryType] | None = None,
+                     user_id: str | None = None, purge: bool = False) -> models.ForgetReport:
         """Awaitable ``forget`` by ``importance_based``, ``time_based``, ``capacity_based`` or ``combined``."""
         call = calls.forget(strategy, threshold, max_age_days, capacity=capacity, memory_types=memory_types,
                             user=self._user(user_id), purge=purge)
         return await self._run(call)
 
-    async def consolidate(self, from_type: str | MemoryType = "working", to_type: str | MemoryType = "episodic",
-                          importance_threshold: float = 0.7, *, user_id: str | None = None) -> ConsolidateReport:
+    async def consolidate(self, from_type: str | models.MemoryType = "working",
+                          to_type: str | models.MemoryType = "episodic", importance_threshold: float = 0.7, *,
+                          user_id: str | None = None) -> models.ConsolidateReport:
         """Awaitable ``consolidate``: important memories promoted to a longer-lived tier."""
         return await self._run(calls.consolidate(from_type, to_type, importance_threshold, user=self._user(user_id)))
 
@@ -226,11 +178,11 @@ class AsyncRemoteMemory(AsyncRemoteAdmin):
         return await self._run(calls.forget_user(user_id))
 
     # -- reports ----------------------------------------------------------------------------
-    async def stats(self, *, user_id: str | None = None) -> MemoryStats:
+    async def stats(self, *, user_id: str | None = None) -> models.MemoryStats:
         """Awaitable ``stats``."""
         return await self._run(calls.stats(user=self._user(user_id)))
 
-    async def all_stats(self) -> list[MemoryStats]:
+    async def all_stats(self) -> list[models.MemoryStats]:
         """Awaitable ``all_stats``: every user's (admin key, or a loopback service without keys)."""
         return await self._run(calls.all_stats())
 

@@ -100,12 +100,14 @@ class BaseTransport:
         api_key: sent as ``Authorization: Bearer <key>``; none for a loopback service without keys.
         timeout: seconds per call, retries included (document uploads may take longer: pass
             ``timeout`` per call).
+        client: a pre-built httpx client of the transport's kind (its base URL and headers are used
+            as they are); default a new one (nothing connects before the first request).
         retries: how many more attempts a failed request may get (see the module docstring).
     """
 
     def __init__(
         self, url: str, *, api_key: str | SecretStr | None = None, timeout: float = DEFAULT_TIMEOUT,
-        retries: int = DEFAULT_RETRIES,
+        client: Any = None, retries: int = DEFAULT_RETRIES,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidInputError(f"server URL must start with http:// or https://, got {url!r}", field="url")
@@ -120,6 +122,11 @@ class BaseTransport:
         self.timeout = timeout
         self.retries = retries
         self.closed = False
+        self._client = client or self._new_client()
+
+    def _new_client(self) -> Any:
+        """An httpx client of the transport's kind, on :attr:`url` with :attr:`headers`."""
+        raise NotImplementedError
 
     def _schedule(self, request: Request) -> Schedule:
         if self.closed:
@@ -153,11 +160,7 @@ class BaseTransport:
 
 
 class Transport(BaseTransport):
-    """Requests to one memory service, over a keep-alive ``httpx.Client``.
-
-    Args:
-        url / api_key / timeout / retries: as :class:`BaseTransport`.
-        client: a pre-built ``httpx.Client`` (its base URL and headers are used as they are).
+    """Requests to one memory service, over a keep-alive ``httpx.Client`` (arguments: :class:`BaseTransport`).
 
     Example:
         >>> http = Transport("http://127.0.0.1:8765")                      # doctest: +SKIP
@@ -165,12 +168,8 @@ class Transport(BaseTransport):
         'default_user'
     """
 
-    def __init__(
-        self, url: str, *, api_key: str | SecretStr | None = None, timeout: float = DEFAULT_TIMEOUT,
-        client: Any = None, retries: int = DEFAULT_RETRIES,
-    ) -> None:
-        super().__init__(url, api_key=api_key, timeout=timeout, retries=retries)
-        self._client = client or self._httpx.Client(base_url=self.url, headers=self.headers, timeout=timeout)
+    def _new_client(self) -> Any:
+        return self._httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout)
 
     def send(self, request: Request) -> replies.Reply:
         """Send ``request``, retried as the module docstring says; the successful (2xx) reply.

@@ -24,31 +24,22 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic import SecretStr
-
 from hello_memory.client import replies
 from hello_memory.client.attempts import Outcome, Request
 from hello_memory.client.encoding import TextLines
-from hello_memory.client.transport import DEFAULT_RETRIES, DEFAULT_TIMEOUT, BaseTransport
+from hello_memory.client.transport import BaseTransport
 
 
 class AsyncTransport(BaseTransport):
     """Requests to one memory service, over a keep-alive ``httpx.AsyncClient``.
 
-    Args:
-        url / api_key / timeout / retries: as :class:`~hello_memory.client.transport.BaseTransport`.
-        client: a pre-built ``httpx.AsyncClient`` (its base URL and headers are used as they are).
-
+    Arguments as :class:`~hello_memory.client.transport.BaseTransport` (``client``: an ``httpx.AsyncClient``).
     The client is created here (nothing connects before the first request) and used from the
     event loop that sends the first request; :meth:`aclose` releases its connections.
     """
 
-    def __init__(
-        self, url: str, *, api_key: str | SecretStr | None = None, timeout: float = DEFAULT_TIMEOUT,
-        client: Any = None, retries: int = DEFAULT_RETRIES,
-    ) -> None:
-        super().__init__(url, api_key=api_key, timeout=timeout, retries=retries)
-        self._client = client or self._httpx.AsyncClient(base_url=self.url, headers=self.headers, timeout=timeout)
+    def _new_client(self) -> Any:
+        return self._httpx.AsyncClient(base_url=self.url, headers=self.headers, timeout=self.timeout)
 
     async def send(self, request: Request) -> replies.Reply:
         """Send ``request``, retried as the sync transport's; the successful (2xx) reply.

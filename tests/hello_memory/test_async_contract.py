@@ -9,6 +9,7 @@ compares what they return.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,22 +26,19 @@ from hello_memory.testing.blocking import BlockingMemory
 from hello_memory.testing.conversation_api import ConversationContract
 from hello_memory.testing.conversation_resend import LibraryEntry, ResendContract
 from hello_memory.testing.memory_api import MemoryAPIContract, differential_script
-from tests.apps.service.service_runner import RunningService, start_service
+from tests.apps.service.service_runner import RunningService, running_service
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
     """A service without API keys (loopback only) on a fresh data directory, tf-idf embedder."""
-    running = start_service(tmp_path_factory.mktemp("async-svc") / "data")
-    yield running
-    assert running.stop() == 0, running.output()
+    with running_service(tmp_path_factory.mktemp("async-svc") / "data") as running:
+        yield running
 
 
 @pytest.fixture
 def fresh_user() -> str:
-    import uuid
-
-    return f"u-{uuid.uuid4().hex[:12]}"
+    return f"async-{uuid.uuid4().hex[:12]}"
 
 
 def _manager(home: Path, user: str) -> AsyncMemoryManager:
@@ -115,9 +113,6 @@ def test_the_four_implementations_give_the_same_results(tmp_path: Path, fresh_us
         expected = differential_script(mm)
     with BlockingMemory(_manager(tmp_path / "async", fresh_user)) as async_mm:
         assert differential_script(async_mm) == expected
-    running = start_service(tmp_path / "served")
-    try:
-        with BlockingMemory(AsyncRemoteMemory(running.url, user_id=fresh_user)) as remote:
-            assert differential_script(remote) == expected
-    finally:
-        assert running.stop() == 0, running.output()
+    with running_service(tmp_path / "served") as running, \
+            BlockingMemory(AsyncRemoteMemory(running.url, user_id=fresh_user)) as remote:
+        assert differential_script(remote) == expected

@@ -67,8 +67,8 @@ def test_every_call_is_awaitable_with_the_same_arguments_and_defaults(sync: type
 @pytest.mark.parametrize("aio", [AsyncMemoryAPI, AsyncMemoryManager, AsyncRemoteMemory])
 def test_add_has_the_sync_overloads(aio: type) -> None:
     # add(str) -> MemoryItem and add(messages) -> list[MemoryItem], awaited.
-    want = [str(inspect.signature(f)) for f in typing.get_overloads(MemoryAPI.add)]
-    assert [str(inspect.signature(f)) for f in typing.get_overloads(aio.add)] == want
+    want = [str(inspect.signature(f, eval_str=True)) for f in typing.get_overloads(MemoryAPI.add)]
+    assert [str(inspect.signature(f, eval_str=True)) for f in typing.get_overloads(aio.add)] == want
     sync_hints = [typing.get_type_hints(f)["return"] for f in typing.get_overloads(MemoryAPI.add)]
     assert [typing.get_type_hints(f)["return"] for f in typing.get_overloads(aio.add)] == sync_hints
 
