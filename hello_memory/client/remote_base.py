@@ -6,9 +6,9 @@ plus one line per operation: build its call (:mod:`hello_memory.client.calls`) a
 
 Example:
     >>> from hello_memory.client.remote import RemoteMemory
-    >>> mm = RemoteMemory("http://127.0.0.1:9", user_id="alice")   # nothing connects yet
-    >>> mm.url, mm._user(None), mm._user("bob")
-    ('http://127.0.0.1:9', 'alice', 'bob')
+    >>> mm = RemoteMemory("http://127.0.0.1:9/", user_id="alice")   # nothing connects yet
+    >>> mm.url, mm.user_id
+    ('http://127.0.0.1:9', 'alice')
 """
 
 from __future__ import annotations
