@@ -9,7 +9,10 @@ calls may be in flight at once (``asyncio.gather``), over one connection pool.
 
 ``user_id`` and ``enabled`` are plain attributes. ``enabled``, and ``user_id`` when none was given,
 come from the service (``GET /v1/me``): ``await mm.open()`` — or ``async with`` — fetches them;
-the other calls need nothing first.
+the other calls need nothing first. Before, reading them raises ``InvalidInputError`` saying so
+(and so does ``isinstance(mm, AsyncMemoryAPI)`` before Python 3.12, which reads a protocol's
+properties). An add whose awaiting task is cancelled keeps its ids for the same call made again,
+as a failed add does: the service may have stored it.
 
 Example:
     >>> import asyncio
