@@ -9,6 +9,7 @@ compares what they return.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,3 +117,23 @@ def test_the_four_implementations_give_the_same_results(tmp_path: Path, fresh_us
     with running_service(tmp_path / "served") as running, \
             BlockingMemory(AsyncRemoteMemory(running.url, user_id=fresh_user)) as remote:
         assert differential_script(remote) == expected
+
+
+@pytest.mark.parametrize("kind", ["manager", "remote"])
+def test_many_calls_in_flight_at_once_each_stored_once(kind: str, service: RunningService, tmp_path: Path,
+                                                       fresh_user: str) -> None:
+    # More adds at once than the service's write slots per user: the ones it turns away (429) wait
+    # for its Retry-After and try again; every add is stored exactly once.
+    def memory() -> AsyncMemoryManager | AsyncRemoteMemory:
+        if kind == "manager":
+            return _manager(tmp_path / "data", fresh_user)
+        return AsyncRemoteMemory(service.url, user_id=fresh_user, retries=10)
+
+    async def burst() -> tuple[list[object], list[object], int]:
+        async with memory() as mm:
+            added = await asyncio.gather(*(mm.add(f"note {n}", memory_type="episodic") for n in range(24)))
+            found = await asyncio.gather(*(mm.get(item.id) for item in added), mm.search("note 7", limit=3))
+            return list(added), list(found[:-1]), (await mm.stats()).total
+
+    added, found, total = asyncio.run(burst())
+    assert found == added and total == 24 and sorted(a.content for a in added) == sorted(f"note {n}" for n in range(24))
