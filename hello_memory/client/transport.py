@@ -65,6 +65,12 @@ class Schedule:
         request: what is sent (its method, path, ``timeout`` and ``idempotent``).
         retries: further attempts allowed; none for a body read once (an upload).
         timeout: the caller's bound for all attempts, in seconds.
+
+    Example:
+        >>> read = Schedule(Request("GET", "/v1/memories"), retries=2, timeout=30)
+        >>> upload = Schedule(Request("POST", "/v1/import", content=iter([b"{}"])), retries=2, timeout=30)
+        >>> (read.repeatable, read.retries), (upload.repeatable, upload.retries)
+        ((True, 2), (False, 0))
     """
 
     def __init__(self, request: Request, *, retries: int, timeout: float) -> None:
