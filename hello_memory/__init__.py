@@ -16,6 +16,9 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "MemoryManager": "hello_memory.manager",
+    "AsyncMemoryManager": "hello_memory.manager_async",
+    "RemoteMemory": "hello_memory.client.remote",
+    "AsyncRemoteMemory": "hello_memory.client.remote_async",
     "Settings": "hello_memory.settings",
     "MemoryItem": "hello_memory.models",
     "MemoryType": "hello_memory.models",
@@ -41,6 +44,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from hello_memory.client.remote import RemoteMemory
+    from hello_memory.client.remote_async import AsyncRemoteMemory
     from hello_memory.context import ContextBlock
     from hello_memory.errors import (
         DimensionMismatchError,
@@ -57,6 +62,7 @@ if TYPE_CHECKING:
         StoreLockedError,
     )
     from hello_memory.manager import MemoryManager
+    from hello_memory.manager_async import AsyncMemoryManager
     from hello_memory.models import (
         ConsolidateReport,
         ForgetReport,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from types import ModuleType
+from typing import Any
 
 from hello_memory.errors import MissingDependencyError
 
@@ -20,3 +22,21 @@ def require(module: str, extra: str, package: str | None = None) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as e:
         raise MissingDependencyError(package or module, extra) from e
+
+
+def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """A package's ``__getattr__`` importing each name of ``exports`` (name → module) on first use.
+
+    Example:
+        >>> getter = lazy_exports("pkg", {"sqrt": "math"})
+        >>> getter("sqrt")(9.0)
+        3.0
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return __getattr__

@@ -5,6 +5,7 @@ memory service (:class:`~hello_memory.client.remote.RemoteMemory`, ``hello-memor
 method names, arguments, return types (the pydantic models of :mod:`hello_memory.models`) and
 errors (the :class:`~hello_memory.errors.HelloMemoryError` subclasses). Switching is one line.
 :class:`MemoryAdminAPI` is the same promise for the whole-store operations (export, import, reindex).
+For asyncio, :mod:`hello_memory.api_async` has both with awaitable methods.
 
 Example:
     >>> from hello_memory import MemoryManager

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "RAGPipeline": "rag.pipeline",
+    "AsyncRAGPipeline": "rag.pipeline_async",
     "Answer": "rag.models",
     "ChunkHit": "rag.models",
     "Citation": "rag.models",
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         SearchResult,
     )
     from rag.pipeline import RAGPipeline
+    from rag.pipeline_async import AsyncRAGPipeline
     from rag.writeback import record_qa
 
 

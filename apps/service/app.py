@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -34,7 +35,6 @@ from apps.service.limits import BodyLimit, ServerTiming
 from apps.service.routing import ServiceRoute
 from hello_memory import __version__
 from hello_memory._lazy import require
-from hello_memory.client.discovery import home_id
 from hello_memory.errors import HelloMemoryError, InvalidInputError, NotFoundError
 from hello_memory.wire import ErrorBody, ErrorDetail, encode
 
@@ -114,8 +114,8 @@ def create_app(core: ServiceCore, keys: KeyRing | None = None, *, close_on_shutd
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
-        if close_on_shutdown:
-            core.close()
+        if close_on_shutdown:  # waits for running operations, then closes the stores: not on the event loop
+            await anyio.to_thread.run_sync(core.close)
 
     # /docs and /redoc from files shipped in fastapi-offline, not FastAPI's CDN (blank offline), and no
     # online validator badge: the pages name no other host.
@@ -150,7 +150,7 @@ def create_app(core: ServiceCore, keys: KeyRing | None = None, *, close_on_shutd
 def _health_routes(app: FastAPI, core: ServiceCore) -> None:
     @app.get("/health", tags=["health"], summary="Liveness: the process answers")
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "service": "hello-memory", "version": __version__, "home": home_id(core.home),
+        return {"status": "ok", "service": "hello-memory", "version": __version__, "home": core.home_id,
                 "pid": os.getpid(), "running": core.running}
 
     @app.get("/ready", tags=["health"], summary="Readiness: stores open and accepting operations")

@@ -28,6 +28,7 @@ from apps.service.admission import InFlight, Ticket, WriteSlots
 from apps.service.limits import OPERATION_MS
 from apps.service.settings import ServiceSettings
 from hello_memory import MemoryManager, Settings
+from hello_memory.client.discovery import home_id
 from hello_memory.embedders.base import Embedder
 from hello_memory.errors import PermissionDeniedError, ServiceError, ServiceTimeoutError
 from hello_memory.llm.base import LLMClient
@@ -64,6 +65,8 @@ class ServiceCore:
         self.llm = llm if llm is not None else make_llm(settings)
         self.memory = MemoryManager(settings, enable_perceptual=True, embedder=self.embedder)
         self.home = Path(settings.home).expanduser().resolve()
+        self.home_id = home_id(self.home)
+        """The data directory's fingerprint that ``/health`` shows (computed once: it reads the file system)."""
         self.data_dir: Path | None = self.memory.bundle.home
         """The data directory the stores keep their files in; ``None`` when they keep none (servers)."""
         self.roots = [Path(r).expanduser().resolve() for r in service.allowed_roots]

@@ -107,11 +107,13 @@ async def upload_document(
 @router.post("/documents/path", response_model=IngestReport, summary="add_document (a file of the service)")
 async def add_server_document(namespace: str, body: AddServerDocument, core: Core, who: Who) -> Response:
     ns = who.namespace(namespace)
-    real = core.resolve_root_path(body.path)
-    report = await _rag(core, ns, "add_document", real, document_id=body.document_id, chunk_tokens=body.chunk_tokens,
-                        overlap_tokens=body.overlap_tokens, metadata=body.metadata,
-                        timeout=core.service.document_timeout, write=True)
-    return json_response(report)
+
+    def ingest() -> IngestReport:  # the path is resolved here too: a file-system call, in the worker thread
+        return core.rag(ns).add_document(core.resolve_root_path(body.path), document_id=body.document_id,
+                                         chunk_tokens=body.chunk_tokens, overlap_tokens=body.overlap_tokens,
+                                         metadata=body.metadata)
+
+    return json_response(await core.run(ingest, timeout=core.service.document_timeout, writer=writer(ns)))
 
 
 @router.post("/texts", response_model=IngestReport, summary="add_text")

@@ -9,7 +9,8 @@ user (429 over ``user_writes``); an add sent again while its first try runs join
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, TypeAdapter
@@ -46,6 +47,7 @@ router = APIRouter(prefix="/v1", route_class=ServiceRoute)
 Core = Annotated[ServiceCore, Depends(core_of)]
 UserParam = Annotated[str | None, Query(description="the user to act for; default the API key's user")]
 _MEDIA_KEYS = ("file_path", "source_path")
+T = TypeVar("T")
 
 
 def json_response(value: Any, adapter: TypeAdapter[Any] | None = None, status: int = 200) -> Response:
@@ -77,11 +79,22 @@ def _check_media(core: ServiceCore, spec: dict[str, Any]) -> None:
             core.resolve_root_path(path, "source_path")
 
 
-def _spec(core: ServiceCore, who: Any, body: AddMemory | BatchItem) -> dict[str, Any]:
+def _spec(who: Any, body: AddMemory | BatchItem) -> dict[str, Any]:
     spec = body.fields()
     spec["user_id"] = who.user(body.user_id)
-    _check_media(core, spec)
     return spec
+
+
+def _media_checked(core: ServiceCore, specs: list[dict[str, Any]], add: Callable[..., T]) -> Callable[..., T]:
+    """``add`` after the media paths of ``specs`` passed :func:`_check_media` (a file-system check: in
+    the worker thread that runs the add, never on the event loop)."""
+
+    def checked(*args: Any, **kwargs: Any) -> T:
+        for spec in specs:
+            _check_media(core, spec)
+        return add(*args, **kwargs)
+
+    return checked
 
 
 @router.get("/me", response_model=Identity, tags=["service"], summary="Who the API key is")
@@ -113,10 +126,10 @@ def _same_call(route: str, users: set[str], body: BaseModel) -> tuple[str, ...] 
 @router.post("/memories", response_model=MemoryItem | list[MemoryItem], status_code=201, tags=["memories"],
              summary="add (a text: the memory; a conversation: its turns)")
 async def add(body: AddMemory, core: Core, who: Who) -> Response:
-    spec = _spec(core, who, body)
+    spec = _spec(who, body)
     user = spec["user_id"]
     named = body.memory_id is not None or isinstance(body.content, list)  # a turn's id derives from its message
-    added = await core.run(core.memory.add, body.text(), writer=writer(user),
+    added = await core.run(_media_checked(core, [spec], core.memory.add), body.text(), writer=writer(user),
                            join=_same_call("add", {user}, body) if named else None, **spec)
     return json_response(added, _ADDED, 201)
 
@@ -124,11 +137,11 @@ async def add(body: AddMemory, core: Core, who: Who) -> Response:
 @router.post("/memories/batch", response_model=list[MemoryItem], status_code=201, tags=["memories"],
              summary="add_many")
 async def add_many(body: AddMany, core: Core, who: Who) -> Response:
-    specs = [{**_spec(core, who, one), "content": one.content} for one in body.items]
+    specs = [{**_spec(who, one), "content": one.content} for one in body.items]
     users = {spec["user_id"] for spec in specs} or {who.user_id}
     owner = next(iter(users)) if len(users) == 1 else who.user_id
     named = bool(body.items) and all(one.memory_id is not None for one in body.items)
-    items = await core.run(core.memory.add_many, specs, writer=writer(owner),
+    items = await core.run(_media_checked(core, specs, core.memory.add_many), specs, writer=writer(owner),
                            join=_same_call("add_many", users, body) if named else None)
     return json_response(items, _ITEMS, 201)
 

@@ -90,7 +90,8 @@ async def import_lines(
         async for chunk in request.stream():
             if chunk:
                 await anyio.to_thread.run_sync(spool.feed, chunk, limiter=core.limiter)
-        lines = spool.finish()  # raises the first refusal, once the whole body was read
+        # raises the first refusal, once the whole body was read; writes the last line: in a worker thread
+        lines = await anyio.to_thread.run_sync(spool.finish, limiter=core.limiter)
     except BaseException:
         spool.close()
         raise

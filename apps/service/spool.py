@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from hello_memory.client.transport import LineSplitter
+from hello_memory.client.encoding import LineSplitter
 from hello_memory.errors import HelloMemoryError, InvalidInputError, PermissionDeniedError
 
 NOTHING = "nothing was imported"

@@ -14,6 +14,10 @@ Both directions stream, so an export of any size passes through a bounded amount
   bounds one import, and an upload is never retried (its lines are read once); importing again is
   safe, the import being idempotent by id.
 
+:class:`AsyncRemoteAdmin` is the same for :class:`~hello_memory.client.remote_async.AsyncRemoteMemory`:
+an export is an async iterator, an import takes an iterable or an async iterable of lines. The
+requests are built in :mod:`hello_memory.client.calls` for both.
+
 Example:
     >>> from hello_memory.client.remote import RemoteMemory
     >>> with RemoteMemory("http://127.0.0.1:8765", api_key="k-admin-…") as mm:    # doctest: +SKIP
@@ -27,30 +31,32 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
-from pydantic import TypeAdapter
-
+from hello_memory._aio import in_threads
+from hello_memory.client import calls
+from hello_memory.client.calls import Call
 from hello_memory.client.replies import quote
 from hello_memory.client.transport import Transport
+from hello_memory.client.transport_async import AsyncTransport
 from hello_memory.errors import InvalidInputError, ServiceError
 from hello_memory.models import ImportReport, ReindexReport
-from hello_memory.validation import check_flag, check_id
+from hello_memory.validation import check_flag
 
-JSON_LINES = "application/x-ndjson"
-TRANSFER_TIMEOUT = 900.0
-"""Seconds an export may wait for its next lines, and an import or a reindex for its reply."""
+T = TypeVar("T")
 CHUNK_BYTES = 1 << 20
 EXPORT_KIND = "hello-memory-export"
 """The ``kind`` of an export's header line (:mod:`hello_memory.core.transfer`, not imported: the client stays light)."""
-_IMPORT = TypeAdapter(ImportReport)
-_REINDEX = TypeAdapter(ReindexReport)
 
 
 class RemoteAdmin:
-    """Export, import and graph reindex over HTTP; mixed into ``RemoteMemory`` (needs its ``_http``)."""
+    """Export, import and graph reindex over HTTP; mixed into ``RemoteMemory`` (needs its ``_http`` and ``_run``)."""
 
     _http: Transport
+
+    def _run(self, call: Call[T]) -> T:
+        raise NotImplementedError
 
     def export_lines(self, *, vectors: bool = True, users: Sequence[str] | None = None) -> Iterator[str]:
         """Every user's memories (or ``users``'), with history and vectors, as JSON Lines, streamed.
@@ -59,12 +65,8 @@ class RemoteAdmin:
         ``PermissionDeniedError``; the admin key (or a service without keys) exports everyone.
         The request is sent at the first ``next()``; a stream that breaks off raises ``ServiceError``.
         """
-        body = {
-            "vectors": check_flag(vectors, "vectors"),
-            "users": None if users is None else [check_id(u, "users") for u in users],
-        }
-        lines = self._http.stream_lines("POST", "/v1/export", body=body, timeout=TRANSFER_TIMEOUT, idempotent=True)
-        return _export(lines, self._http.url)
+        request = calls.export(vectors=vectors, users=users)
+        return _export(self._http.stream(request), self._http.url)
 
     def import_lines(self, lines: Iterable[str], *, reembed: bool = False) -> ImportReport:
         """Import an export (e.g. an open file), streamed to the service; see the module docstring.
@@ -75,30 +77,55 @@ class RemoteAdmin:
                 cannot send (a line break inside it, a lone surrogate) likewise.
             EmbedderMismatchError, StoreError: as ``MemoryManager.import_lines``.
         """
-        flag = check_flag(reembed, "reembed")
-        if isinstance(lines, str | bytes) or not isinstance(lines, Iterable):
-            raise InvalidInputError("lines must be an iterable of lines (an open file, a list of str)", field="lines")
-        return self._http.call(
-            "POST",
-            "/v1/import",
-            _IMPORT,
-            params={"reembed": flag},
-            content=_chunks(lines),
-            content_type=JSON_LINES,
-            timeout=TRANSFER_TIMEOUT,
-        )
+        check_flag(reembed, "reembed")
+        return self._run(calls.import_lines(chunks(_checked(lines)), reembed=reembed))
 
     def reindex_graph(self, user_id: str | None = None) -> ReindexReport:
         """Rebuild the knowledge graph from the records: of ``user_id``, else of every user the key reaches."""
-        body = {"user_id": None if user_id is None else check_id(user_id, "user_id")}
-        return self._http.call(
-            "POST", "/v1/graph/reindex", _REINDEX, body=body, timeout=TRANSFER_TIMEOUT, idempotent=True
-        )
+        return self._run(calls.reindex_graph(user_id))
+
+
+class AsyncRemoteAdmin:
+    """:class:`RemoteAdmin` for ``AsyncRemoteMemory`` (needs its ``_http`` and ``_run``)."""
+
+    _http: AsyncTransport
+
+    async def _run(self, call: Call[T]) -> T:
+        raise NotImplementedError
+
+    def export_lines(self, *, vectors: bool = True, users: Sequence[str] | None = None) -> AsyncIterator[str]:
+        """:meth:`RemoteAdmin.export_lines` as an async iterator (``async for line in mm.export_lines()``)."""
+        request = calls.export(vectors=vectors, users=users)
+        return _export_async(self._http.stream(request), self._http.url)
+
+    async def import_lines(self, lines: Iterable[str] | AsyncIterable[str], *, reembed: bool = False) -> ImportReport:
+        """:meth:`RemoteAdmin.import_lines`; ``lines`` may also be an async iterable (an iterable, e.g.
+        an open file, is read in worker threads)."""
+        check_flag(reembed, "reembed")
+        if isinstance(lines, AsyncIterable):
+            content: AsyncIterator[bytes] = _async_chunks(lines)
+        else:
+            content = in_threads(chunks(_checked(lines)))
+        return await self._run(calls.import_lines(content, reembed=reembed))
+
+    async def reindex_graph(self, user_id: str | None = None) -> ReindexReport:
+        """:meth:`RemoteAdmin.reindex_graph`."""
+        return await self._run(calls.reindex_graph(user_id))
 
 
 def _export(lines: Iterator[str], url: str) -> Iterator[str]:
-    """The lines of an export, the first checked to be its header (not a proxy's page, not other JSON)."""
-    first = next(lines, "")
+    yield _header(next(lines, ""), url)
+    yield from lines
+
+
+async def _export_async(lines: AsyncIterator[str], url: str) -> AsyncIterator[str]:
+    yield _header(await anext(lines, ""), url)
+    async for line in lines:
+        yield line
+
+
+def _header(first: str, url: str) -> str:
+    """The first line of an export, checked to be its header (not a proxy's page, not other JSON)."""
     try:
         header = json.loads(first)
     except (ValueError, RecursionError):
@@ -110,22 +137,54 @@ def _export(lines: Iterator[str], url: str) -> Iterator[str]:
             url=url,
             status=200,
         )
-    yield first
-    yield from lines
+    return first
 
 
-def _chunks(lines: Iterable[str]) -> Iterator[bytes]:
+def _checked(lines: Any) -> Iterable[str]:
+    if isinstance(lines, str | bytes) or not isinstance(lines, Iterable):
+        raise InvalidInputError("lines must be an iterable of lines (an open file, a list of str)", field="lines")
+    return lines
+
+
+class _Chunker:
+    """Lines in, UTF-8 chunks of about :data:`CHUNK_BYTES` out, one ``\\n`` after each line."""
+
+    def __init__(self) -> None:
+        self._batch: list[bytes] = []
+        self._size = 0
+        self._n = 0
+
+    def add(self, line: object) -> bytes | None:
+        """Take the next line; a chunk once there is enough."""
+        self._n += 1
+        self._batch.append(_encoded(line, self._n))
+        self._size += len(self._batch[-1])
+        return self.rest() if self._size >= CHUNK_BYTES else None
+
+    def rest(self) -> bytes | None:
+        """What is left, as the last chunk."""
+        out = b"".join(self._batch) if self._batch else None
+        self._batch, self._size = [], 0
+        return out
+
+
+def chunks(lines: Iterable[str]) -> Iterator[bytes]:
     """``lines`` as UTF-8, one ``\\n`` after each, in chunks of about :data:`CHUNK_BYTES`."""
-    batch: list[bytes] = []
-    size = 0
-    for n, line in enumerate(lines, start=1):
-        batch.append(_encoded(line, n))
-        size += len(batch[-1])
-        if size >= CHUNK_BYTES:
-            yield b"".join(batch)
-            batch, size = [], 0
-    if batch:
-        yield b"".join(batch)
+    chunker = _Chunker()
+    for line in lines:
+        if (chunk := chunker.add(line)) is not None:
+            yield chunk
+    if (chunk := chunker.rest()) is not None:
+        yield chunk
+
+
+async def _async_chunks(lines: AsyncIterable[str]) -> AsyncIterator[bytes]:
+    chunker = _Chunker()
+    async for line in lines:
+        if (chunk := chunker.add(line)) is not None:
+            yield chunk
+    if (chunk := chunker.rest()) is not None:
+        yield chunk
 
 
 def _encoded(line: object, n: int) -> bytes:

@@ -25,10 +25,12 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-from hello_memory.client.transport import encode_body
+from hello_memory.client.calls import Call
+from hello_memory.client.encoding import encode_body
 from hello_memory.errors import ServiceError
 
 MAX_PENDING = 1024
@@ -60,6 +62,32 @@ class PendingIds:
         if found is not None and time.monotonic() - found[0] < self._ttl and len(found[1]) == count:
             return found[1]
         return [str(uuid.uuid4()) for _ in range(count)]
+
+    @contextmanager
+    def naming(self, call: Call[Any]) -> Iterator[None]:
+        """Send an add (``call.named``) with every memory named by an id, so that repeating it is a no-op.
+
+        Memories without a ``memory_id`` get the ids a failed identical call used, else fresh ones;
+        if the call sent inside the ``with`` fails — or is cancelled: an async caller's timeout — its
+        ids are kept for the next identical call and named in its :class:`~hello_memory.errors.ServiceError`.
+        A call that is no add passes as it is. Both clients use it around their (sync or awaited) send.
+        """
+        if call.named is None or call.request.body is None:
+            yield
+            return
+        unnamed = [spec for spec in call.named if spec.get("memory_id") is None]
+        key = fingerprint(call.request.path, call.request.body)
+        ids = self.take(key, len(unnamed))
+        for spec, memory_id in zip(unnamed, ids, strict=True):
+            spec["memory_id"] = memory_id
+        try:
+            yield
+        except BaseException as e:  # the outcome is unknown: it may have stored them
+            if ids:
+                self.keep(key, ids)
+                if isinstance(e, ServiceError):
+                    name_ids(e, ids)
+            raise
 
     def keep(self, key: str, ids: list[str]) -> None:
         """Remember ``ids`` for the next identical call (the call failed: it may have stored them)."""

@@ -118,3 +118,42 @@ class FailingEmbedder(DeterministicFakeEmbedder):
         if self._fail_on is None:
             return True
         return any(self._fail_on in t for t in items)
+
+
+class GatedEmbedder(DeterministicFakeEmbedder):
+    """The fake embedder, whose calls holding a text that contains ``marker`` wait until :attr:`gate` opens.
+
+    Tests decide when a slow operation ends, and know when it has begun (:attr:`waiting` is released
+    once per call that reached the gate), so nothing in them is timed. Only passage calls wait,
+    unless ``queries``.
+
+    Example:
+        >>> embedder = GatedEmbedder()
+        >>> embedder.gate.set()                       # open: nothing waits
+        >>> embedder.embed(["a SLOW text"], kind="passage").shape
+        (1, 32)
+    """
+
+    def __init__(self, dimension: int = 32, *, marker: str = "SLOW", queries: bool = False,
+                 timeout: float = 30.0) -> None:
+        super().__init__(dimension)
+        self.marker = marker
+        self.queries = queries
+        self.timeout = timeout
+        self.gate = threading.Event()
+        self.waiting = threading.Semaphore(0)
+
+    def _embed_batch(self, batch: list[str], kind: str) -> np.ndarray:
+        if (self.queries or kind != "query") and any(self.marker in t for t in batch):
+            self.waiting.release()
+            if not self.gate.wait(self.timeout):
+                raise EmbeddingError(f"GatedEmbedder: the test never opened the gate ({self.timeout:g} s)")
+        return super()._embed_batch(batch, kind)
+
+    def reached(self, timeout: float | None = None) -> bool:
+        """Wait until a call has reached the gate (one per call; ``timeout`` default the embedder's)."""
+        return self.waiting.acquire(timeout=self.timeout if timeout is None else timeout)
+
+    def passages_of(self, marker: str) -> int:
+        """How many passage calls held a text containing ``marker``."""
+        return sum(1 for c in self.calls if c.kind != "query" and any(marker in t for t in c.texts))

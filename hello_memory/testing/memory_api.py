@@ -1,7 +1,8 @@
 """Behavioural contract of :class:`hello_memory.api.MemoryAPI`: one suite, every implementation.
 
 ``MemoryManager`` (in process) and ``RemoteMemory`` (through ``hello-memory serve``) both pass it,
-which is what "switching is one line" means. Subclass :class:`MemoryAPIContract` in a test module
+which is what "switching is one line" means; so do ``AsyncMemoryManager`` and ``AsyncRemoteMemory``
+through :class:`~hello_memory.testing.blocking.BlockingMemory`. Subclass :class:`MemoryAPIContract` in a test module
 and provide a ``memory`` fixture: an implementation whose default user has no memories yet, with
 all four tiers enabled and a deterministic embedder (``Settings(embedder="tfidf")``).
 
@@ -272,3 +273,24 @@ class MemoryAPIContract:
                     call()
         assert memory.search("their diary") == []
         assert memory.get(theirs.id, user_id=theirs.user_id) == theirs
+
+
+def differential_script(memory: MemoryAPI) -> list[object]:
+    """The same calls on any implementation, and what they return (ids and times left out).
+
+    Two implementations over fresh stores give equal lists (a congruence test): BM25 statistics
+    span every user of a store, so each needs a store of its own.
+    """
+    texts = [("我叫张三，是一名 Python 开发者", "semantic", 0.9), ("张三住在杭州，喜欢喝龙井茶", "semantic", 0.7),
+             ("Zhang San finished the RAG chapter", "episodic", 0.8), ("Went hiking with Li Si", "episodic", 0.4),
+             ("asking how to add long-term memory", "working", 0.75)]
+    memory.add_many([{"content": c, "memory_type": t, "importance": i, "created_at": PAST} for c, t, i in texts])
+    out: list[object] = []
+    for query in ("张三是做什么的？", "what did Zhang San study?", "hiking", "memory"):
+        hits = [(-round(h.score, 9), h.item.content, sorted(h.breakdown.items())) for h in memory.search(query)]
+        out.append(sorted(hits))  # equal scores of equally old memories are ordered by their random ids
+    out.append(memory.consolidate("working", "episodic", 0.7).count)
+    out.append(memory.build_context("张三的学习进度", budget_tokens=120).text)
+    st = memory.stats()
+    out.append((st.total, st.by_type, st.entities, st.relations, st.avg_importance, st.embedder))
+    return out

@@ -205,3 +205,17 @@ def test_the_service_snippet_runs_against_a_service(tmp_path):
         service.wait(60)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "我叫张三，是一名 Python 开发者", out.stdout
+
+
+def test_the_async_snippets_run_in_process_and_through_a_service(tmp_path):
+    local, remote = _python_blocks("### Async")
+    out = _run_python(local, tmp_path, HELLO_MEMORY_EMBEDDER="tfidf")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "我叫张三，是一名 Python 开发者 2", out.stdout
+    pytest.importorskip("fastapi", reason="the service needs: pip install 'hello-memory[service]'")
+    from tests.apps.service.service_runner import running_service
+
+    with running_service(tmp_path / "served") as service:
+        out = _run_python(remote.replace("http://127.0.0.1:8765", service.url), tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "张三住在杭州，喜欢喝龙井茶", out.stdout

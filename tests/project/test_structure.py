@@ -26,9 +26,11 @@ PACKAGES = ("hello_memory", "rag", "tools", "apps")
 LAYERS = {"hello_memory": {"rag", "tools", "apps", "gradio"}, "rag": {"tools", "apps"}, "tools": {"apps"}}
 FACADES = {
     "hello_memory/manager.py",
+    "hello_memory/manager_async.py",
     "hello_memory/api.py",
     "hello_memory/client/remote.py",
     "rag/pipeline.py",
+    "rag/pipeline_async.py",
     "rag/api.py",
     "rag/remote.py",
 }

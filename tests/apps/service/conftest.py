@@ -13,15 +13,14 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("httpx")
 
-from service_runner import KEYS, RunningService, start_service
+from service_runner import KEYS, RunningService, running_service
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
     """A service without API keys (loopback only) on a fresh data directory, tf-idf embedder."""
-    running = start_service(tmp_path_factory.mktemp("svc") / "data")
-    yield running
-    assert running.stop() == 0, running.output()
+    with running_service(tmp_path_factory.mktemp("svc") / "data") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +33,8 @@ def keyed_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningS
         {"key": KEYS["bob"], "user_id": "bob", "namespaces": ["bob", "team_bob"]},
         {"key": KEYS["admin"], "user_id": "ops", "admin": True},
     ]}), encoding="utf-8")
-    running = start_service(root / "data", args=("--keys-file", str(keys)))
-    yield running
-    assert running.stop() == 0, running.output()
+    with running_service(root / "data", args=("--keys-file", str(keys))) as running:
+        yield running
 
 
 @pytest.fixture

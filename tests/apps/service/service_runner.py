@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,6 +108,16 @@ def start_service(
         time.sleep(0.1)
     running.kill()
     raise AssertionError(f"service not ready within {timeout} s:\n{running.output()}")
+
+
+@contextmanager
+def running_service(home: Path, **options: object) -> Iterator[RunningService]:
+    """:func:`start_service` until the ``with`` ends; then it must stop cleanly (exit code 0)."""
+    running = start_service(home, **options)  # type: ignore[arg-type]
+    try:
+        yield running
+    finally:
+        assert running.stop() == 0, running.output()
 
 
 def _advertised_url(home: Path, pid: int) -> str | None:

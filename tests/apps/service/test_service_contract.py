@@ -14,7 +14,7 @@ from service_runner import start_service
 from hello_memory import MemoryManager, Settings
 from hello_memory.api import MemoryAdminAPI, MemoryAPI
 from hello_memory.client.remote import RemoteMemory
-from hello_memory.testing.memory_api import PAST, MemoryAPIContract
+from hello_memory.testing.memory_api import MemoryAPIContract, differential_script
 from rag import RAGPipeline
 from rag.api import RAGAPI
 from rag.remote import RemoteRAG
@@ -84,31 +84,14 @@ def test_whole_store_operations_have_exactly_the_managers_signature(name):
     assert isinstance(RemoteMemory("http://127.0.0.1:9"), MemoryAdminAPI)
 
 
-def _script(mm: MemoryAPI) -> list[object]:
-    """The same calls on either implementation; what they return, ids and times left out."""
-    texts = [("我叫张三，是一名 Python 开发者", "semantic", 0.9), ("张三住在杭州，喜欢喝龙井茶", "semantic", 0.7),
-             ("Zhang San finished the RAG chapter", "episodic", 0.8), ("Went hiking with Li Si", "episodic", 0.4),
-             ("asking how to add long-term memory", "working", 0.75)]
-    mm.add_many([{"content": c, "memory_type": t, "importance": i, "created_at": PAST} for c, t, i in texts])
-    out: list[object] = []
-    for query in ("张三是做什么的？", "what did Zhang San study?", "hiking", "memory"):
-        hits = [(-round(h.score, 9), h.item.content, sorted(h.breakdown.items())) for h in mm.search(query)]
-        out.append(sorted(hits))  # equal scores of equally old memories are ordered by their random ids
-    out.append(mm.consolidate("working", "episodic", 0.7).count)
-    out.append(mm.build_context("张三的学习进度", budget_tokens=120).text)
-    st = mm.stats()
-    out.append((st.total, st.by_type, st.entities, st.relations, st.avg_importance, st.embedder))
-    return out
-
-
 def test_both_implementations_give_the_same_results(tmp_path, fresh_user):
     # A fresh data directory on both sides: BM25 statistics span every user of a directory.
     with MemoryManager(Settings(home=tmp_path / "local", embedder="tfidf"), user_id=fresh_user,
                        enable_perceptual=True) as local:
-        expected = _script(local)
+        expected = differential_script(local)
     running = start_service(tmp_path / "remote")
     try:
         with RemoteMemory(running.url, user_id=fresh_user) as remote:
-            assert _script(remote) == expected
+            assert differential_script(remote) == expected
     finally:
         assert running.stop() == 0, running.output()

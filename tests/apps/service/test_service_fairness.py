@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from service_inprocess import WAIT, serving
 
 from apps.service.app import create_app
 from apps.service.core import ServiceCore
@@ -24,27 +25,7 @@ from hello_memory import Settings
 from hello_memory.client import transport as transport_module
 from hello_memory.client.transport import Transport
 from hello_memory.errors import ServiceError
-from hello_memory.testing.fake_embedder import DeterministicFakeEmbedder
-
-WAIT = 30.0
-
-
-class GatedEmbedder(DeterministicFakeEmbedder):
-    """The fake embedder; a passage call with a text containing ``SLOW`` waits until :attr:`gate` opens."""
-
-    def __init__(self) -> None:
-        super().__init__(dimension=32)
-        self.gate = threading.Event()
-        self.waiting = threading.Semaphore(0)  # released once per call that reached the gate
-
-    def _embed_batch(self, batch: list[str], kind: str):
-        if kind != "query" and any("SLOW" in t for t in batch):
-            self.waiting.release()
-            assert self.gate.wait(WAIT), "the test never opened the gate"
-        return super()._embed_batch(batch, kind)
-
-    def passages_of(self, marker: str) -> int:
-        return sum(1 for c in self.calls if c.kind != "query" and any(marker in t for t in c.texts))
+from hello_memory.testing.fake_embedder import GatedEmbedder
 
 
 @dataclass
@@ -56,24 +37,14 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    import uvicorn
-
     embedder = GatedEmbedder()
     service = ServiceSettings(user_writes=1, busy_retry_after=1, request_timeout=WAIT, drain_timeout=5)
     core = ServiceCore(Settings(home=tmp_path / "data"), service, embedder=embedder)
-    config = uvicorn.Config(create_app(core), host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(int(WAIT * 100)):
-        if server.started:
-            break
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield Served(f"http://127.0.0.1:{port}", core, embedder)
-    embedder.gate.set()
-    server.should_exit = True
-    thread.join(WAIT)
+    with serving(create_app(core)) as url:
+        try:
+            yield Served(url, core, embedder)
+        finally:
+            embedder.gate.set()  # before the server stops: it waits for running operations
 
 
 def _post_in_thread(url: str, path: str, body: dict, out: dict, timeout: float = WAIT) -> threading.Thread:
