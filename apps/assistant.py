@@ -47,6 +47,7 @@ from hello_memory.models import utcnow
 from hello_memory.validation import check_id
 from rag import RAGPipeline, record_qa
 from rag.api import RAGAPI
+from rag.namespaces import default_namespace
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +112,9 @@ class LearningAssistant(MemoryOps):
         self.memory: MemoryAPI = memory or MemoryManager(self.settings, user_id=self.user_id, embedder=shared,
                                                          llm=self.llm)
         try:
-            self.rag: RAGAPI = rag or RAGPipeline(self.settings, namespace=f"docs_{self.user_id}", embedder=shared,
-                                                  llm=self.llm)
+            self.rag: RAGAPI = rag or RAGPipeline(
+                self.settings, namespace=default_namespace(self.user_id), embedder=shared, llm=self.llm
+            )
         except BaseException:
             self.memory.close()
             raise

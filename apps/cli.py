@@ -19,12 +19,18 @@ from hello_memory.errors import HelloMemoryError
 def mcp(
     home: Home = None,
     user: User = "default_user",
-    namespace: Annotated[str, typer.Option("--namespace", help="RAG knowledge-base namespace")] = "default",
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", help="RAG knowledge base (default: the app's, docs_<user>)")
+    ] = None,
     allow_root: Annotated[list[Path] | None, typer.Option("--allow-root", help="directories RAG may read")] = None,
     server: Server = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Serve the memory and RAG tools over MCP (stdio); through the memory service when one owns the home."""
+    """Serve the memory and RAG tools over MCP (stdio); through the memory service when one owns the home.
+
+    The RAG tools see the knowledge base the app files the user's uploads in (docs_<user>) unless
+    --namespace names another.
+    """
     from tools.mcp_server import serve
 
     try:

@@ -20,6 +20,7 @@ from hello_memory.embedders.factory import make_embedder
 from hello_memory.errors import HelloMemoryError, StoreLockedError
 from hello_memory.llm.base import LLMClient
 from hello_memory.llm.factory import make_llm
+from rag.namespaces import default_namespace
 
 if TYPE_CHECKING:
     from hello_memory import MemoryManager
@@ -125,7 +126,7 @@ class AssistantFactory:
             la = LearningAssistant(
                 uid, self.settings, llm=self.llm,
                 memory=RemoteMemory(self.server_url, api_key=self._api_key, user_id=uid),
-                rag=RemoteRAG(self.server_url, namespace=f"docs_{uid}", api_key=self._api_key),
+                rag=RemoteRAG(self.server_url, namespace=default_namespace(uid), api_key=self._api_key),
             )
         else:
             la = self._local(uid)

@@ -39,7 +39,9 @@ SOURCES_PREAMBLE = (
 MIN_OVERLAP = 0.2  # share of the question's lexical tokens a sentence must hold to answer it
 MAX_LIST = 12  # list items a lead-in sentence ("...:") brings with it
 _LIST_ITEM = re.compile(r"^\s{0,6}(?:[-*+•]|\d{1,3}[.)、]|[（(]?[一二三四五六七八九十]{1,3}[)）、])\s*\S")
-_SENTENCE = re.compile(r"[^。！？!?\n]+(?:[。！？!?]+|\.(?=\s)|$)|[^\n]+", re.MULTILINE)
+# A sentence: the shortest run up to a terminator (a full stop counts before white space only: 3.5,
+# e.g. "v1.2"), or to the end of its line; lines inside a paragraph were joined first (unwrap).
+_SENTENCE = re.compile(r"[^。！？!?\n]+?(?:[。！？!?]+|\.(?=\s)|$)|[^\n]+", re.MULTILINE)
 
 
 def lang_of(text: str) -> str:
@@ -48,10 +50,16 @@ def lang_of(text: str) -> str:
 
 
 def fit_budget(hits: list[ChunkHit], budget_tokens: int) -> list[Citation]:
-    """Whole chunks from the top until the budget is used (a chunk is never cut)."""
+    """Whole chunks from the top until the budget is used (a chunk is never cut); a chunk whose text
+    an earlier one already holds (the same document under two names) is left out: never quoted twice."""
     out: list[Citation] = []
     used = 0
+    seen: set[str] = set()
     for h in hits:
+        same = " ".join(h.text.split())
+        if same in seen:
+            continue
+        seen.add(same)
         cost = estimate_tokens(h.text) + estimate_tokens(h.heading_path) + 4
         if out and used + cost > budget_tokens:
             break
@@ -105,12 +113,48 @@ def llm_answer(llm: LLMClient, question: str, citations: list[Citation]) -> str:
     return reply.content.strip()
 
 
+def unwrap(text: str) -> str:
+    """``text`` with the line breaks inside a paragraph (hand-wrapped Markdown, plain text, PDF text)
+    turned into spaces, so a sentence runs across them; same length, so offsets stay valid.
+
+    A break stays where the next line starts a block of its own — a blank line, a heading, a list
+    item, a table row, a quote, a fence — or where either line is inside a code fence or a table.
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    fenced = False
+    for i, line in enumerate(lines):
+        out.append(line)
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if i + 1 < len(lines):
+            out.append(" " if not fenced and _joins(line, lines[i + 1]) else "\n")
+    return "".join(out)
+
+
+def _joins(line: str, following: str) -> bool:
+    """Whether the break between ``line`` and ``following`` is a soft wrap inside one paragraph."""
+    if not line.strip() or not following.strip():
+        return False
+    head = following.lstrip()
+    if head.startswith(("#", "|", ">", "```", "~~~")) or _LIST_ITEM.match(following):
+        return False
+    return not line.lstrip().startswith(("#", "|", "```", "~~~"))
+
+
+_CJK_JOIN = re.compile(r"(?<=[\u3000-\u9fff\uff00-\uffef]) (?=[\u3000-\u9fff\uff00-\uffef])")
+
+
 def _sentences(c: Citation) -> Iterator[tuple[int, int, str]]:
-    """(start, end, sentence) of a source's sentences; headings are labels, not answers."""
-    for m in _SENTENCE.finditer(c.text):
+    """(start, end, sentence) of a source's sentences, across hand-wrapped lines; headings are labels,
+    not answers."""
+    text = unwrap(c.text)
+    for m in _SENTENCE.finditer(text):
         if m.group().lstrip().startswith("#"):
             continue
-        sentence = m.group().strip().lstrip(">*- ").strip()
+        sentence = " ".join(m.group().split()).lstrip(">*- ").strip()
+        if "\n" in c.text[m.start() : m.end()]:  # a wrap inside Chinese text joins without a space
+            sentence = _CJK_JOIN.sub("", sentence)
         if len(sentence) >= 4:
             yield m.start(), m.end(), sentence
 
@@ -178,3 +222,13 @@ def answer(
             return render_extracts(question, found), "extractive", [f"LLM answer failed ({e}); extractive"], found
     found = extracts(question, citations)
     return render_extracts(question, found), "extractive", ["no LLM configured: extractive answer"], found
+
+
+_CITE = re.compile(r"\[(\d{1,3})\]")
+
+
+def cited(citations: list[Citation], text: str, found: list[Extract], mode: str) -> list[Citation]:
+    """The citations an answer rests on: the sources of its extracts (extractive), or those whose
+    ``[n]`` the generated answer names; none when the answer found nothing in the sources."""
+    used = {e.n for e in found} if mode == "extractive" else {int(n) for n in _CITE.findall(text)}
+    return [c for c in citations if c.n in used]

@@ -283,12 +283,13 @@ class RAGPipeline:
         )
         citations = answering.fit_budget(result.hits, budget_tokens)
         text, mode, notes, extracts = answering.answer(self.llm, normalize_text(result.query), citations)
+        cited = answering.cited(citations, text, extracts, mode)
         return Answer(
             question=result.query,
             answer=text,
-            citations=citations,
+            citations=cited,
             mode=mode,  # type: ignore[arg-type]
-            grounded=bool(citations),
+            grounded=bool(cited),
             expansions=result.expansions,
             notes=result.notes + notes,
             extracts=extracts,

@@ -23,6 +23,7 @@ from hello_memory.api import MemoryAPI
 from hello_memory.errors import HelloMemoryError, StoreLockedError
 from hello_memory.settings import Settings
 from rag.api import RAGAPI
+from rag.namespaces import default_namespace
 from tools.registry import ToolRegistry
 
 logger = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ def _remote(
 
 
 def serve(
-    home: str | Path | None = None, user_id: str = "default_user", namespace: str = "default", *,
+    home: str | Path | None = None, user_id: str = "default_user", namespace: str | None = None, *,
     allowed_roots: Sequence[str | Path] | None = None, embedder: str | None = None,
     settings: Settings | None = None, rag: bool = True, server_url: str | None = None,
     api_key: str | None = None,
@@ -132,7 +133,8 @@ def serve(
     Args:
         home: data directory (default: ``HELLO_MEMORY_HOME`` or ``./hello_memory_data``).
         user_id: whose memories the memory tools use.
-        namespace: the knowledge base the rag tools use.
+        namespace: the knowledge base the rag tools use; default the user's, where the app files
+            their uploads (``docs_<user>``, :func:`rag.namespaces.default_namespace`).
         allowed_roots: folders ``rag_add_document`` may read; default the current directory.
         embedder: override ``settings.embedder`` (``auto``, ``e5``, ``tfidf``, ...).
         settings: base settings (``Settings()`` from the environment when omitted).
@@ -143,6 +145,7 @@ def serve(
     """
     anyio = require("anyio", "tools")
     require("mcp.server.lowlevel", "tools", "mcp")  # before the stores are opened
+    namespace = default_namespace(user_id) if namespace is None else namespace
     settings = settings or Settings()
     update: dict[str, Any] = {}
     if home is not None:
@@ -179,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m tools.mcp_server", description=__doc__.splitlines()[0])
     ap.add_argument("--home", type=Path, default=None, help="data directory")
     ap.add_argument("--user", default="default_user", help="user id of the memory tools")
-    ap.add_argument("--namespace", default="default", help="knowledge base of the rag tools")
+    ap.add_argument("--namespace", default=None, help="knowledge base of the rag tools (default docs_<user>)")
     ap.add_argument("--allow-root", action="append", type=Path, default=None,
                     help="folder rag_add_document may read (repeatable; default: current directory)")
     ap.add_argument("--embedder", choices=EMBEDDERS, default=None, help="override HELLO_MEMORY_EMBEDDER")

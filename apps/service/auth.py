@@ -34,7 +34,8 @@ from pydantic import ValidationError
 
 from apps.service.settings import KeyGrant, ServiceSettings
 from hello_memory.errors import InvalidInputError, PermissionDeniedError
-from hello_memory.validation import MAX_ID_CHARS, check_id
+from hello_memory.validation import check_id
+from rag.namespaces import default_namespace
 
 OPEN_USER = "default_user"
 KEY_HINT = "send it as 'Authorization: Bearer <key>' (CLI: --api-key or HELLO_MEMORY_API_KEY)"
@@ -78,18 +79,6 @@ class Principal:
 
 def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-def default_namespace(user_id: str) -> str:
-    """The default knowledge base of ``user_id``: ``docs_<user id>``, injective over user ids.
-
-    An id too long for the prefix (a namespace is an id of at most ``MAX_ID_CHARS`` characters) maps
-    to ``docs~`` and its SHA-256, which no ``docs_…`` name equals (:mod:`apps.service.users`).
-    """
-    name = "docs_" + user_id
-    if len(name) <= MAX_ID_CHARS:
-        return name
-    return "docs~" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()
 
 
 def _principal(grant: KeyGrant) -> Principal:

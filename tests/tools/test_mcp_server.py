@@ -89,3 +89,25 @@ def test_mcp_stdio_server_lists_tools_and_runs_memory_add_and_search(tmp_path):
         assert mm.get(memory_id).content == FACT
         assert [mm.get(t["id"]).event_type for t in turns] == ["conversation", "conversation"]
         assert mm.stats(user_id="someone_else").total == 0
+
+
+async def _rag_documents(home: Path) -> dict:
+    params = StdioServerParameters(
+        command=sys.executable, cwd=str(REPO),
+        args=["-m", "tools.mcp_server", "--home", str(home), "--user", "lisi", "--embedder", "tfidf"],
+    )
+    with anyio.fail_after(120):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return _structured(await session.call_tool("rag_search", {"query": "tomatoes watering"}))
+
+
+def test_mcp_sees_the_documents_the_app_filed_for_the_same_user(tmp_path):
+    """Before: the MCP server used the namespace "default", the app docs_<user>: it saw none of them."""
+    from rag import RAGPipeline
+
+    home = tmp_path / "data"
+    with RAGPipeline(Settings(home=home, embedder="tfidf"), namespace="docs_lisi") as app_side:
+        app_side.add_text("Tomatoes need deep watering twice a week.", document_id="garden.md")
+    found = anyio.run(_rag_documents, home)
+    assert "garden.md" in str(found), found
