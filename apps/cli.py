@@ -11,8 +11,11 @@ from typing import Annotated, Any
 
 import typer
 
+from apps.docs_cli import docs
 from hello_memory.cli import ApiKey, Home, Server, User, _fail, app, skip_unused_imports
 from hello_memory.errors import HelloMemoryError
+
+app.add_typer(docs, name="docs")
 
 
 @app.command()

@@ -43,7 +43,7 @@ from hello_memory.language.text import normalize_text
 from rag.docx import convert_docx_without_preprocessing, xml_round_trip_keeps_prefixes
 from rag.markdown import parse_blocks, recover_headings
 
-__all__ = ["ConvertedDocument", "convert", "recover_headings"]
+__all__ = ["SUPPORTED_EXTENSIONS", "ConvertedDocument", "convert", "recover_headings"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ _FORMATS = {
     **dict.fromkeys(_CODE, "code"),
 }
 _LANGUAGE = {**_CODE, "json": "json", "xml": "xml"}
+SUPPORTED_EXTENSIONS = frozenset(_FORMATS)  # file extensions convert() reads, lower case, without the dot
 _SUPPORTED = (
     "pdf, docx, pptx, xlsx, xls, html, htm, csv, json, xml, txt, md, jpg, png (metadata), "
     "wav, mp3, m4a (metadata) and source code (py, js, ts, java, go, rs, c, cpp, sh, yaml, toml, ...)"
