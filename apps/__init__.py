@@ -1,4 +1,4 @@
-"""The document-Q&A learning assistant (seed 002 §8.4): RAG answers, memory records the process.
+"""The document-Q&A learning assistant: RAG answers, memory records the process.
 
 :class:`LearningAssistant` is the Gradio-free core; ``apps.ui`` builds the web app on it and
 ``python -m apps`` (or :func:`apps.app.serve`) launches it. Gradio is imported only by those.

@@ -1,4 +1,4 @@
-"""LearningAssistant: the document-Q&A learning assistant behind the web app (seed 002 §6).
+"""LearningAssistant: the document-Q&A learning assistant behind the web app.
 
 RAG answers, memory records the process, with the seed's importance gradient: a loaded
 document is an episodic event (0.9), a Q&A interaction an episodic event (0.7), the question
@@ -290,7 +290,7 @@ class LearningAssistant(MemoryOps):
 
     # -- stats and reports ------------------------------------------------------------------
     def stats(self) -> SessionStats:
-        """Session time, documents, questions, notes and memories per tier (seed 002 §6 get_stats)."""
+        """Session time, documents, questions, notes and memories per tier."""
         mem, kb = self.memory.stats(), self.rag.stats()
         return SessionStats(
             user_id=self.user_id, session_id=self.session_id, started_at=self.started_at,

@@ -1,4 +1,4 @@
-"""The Memory tab's operations (seed 002 §6 step 3): browse, search, edit, delete, forget, consolidate."""
+"""The Memory tab's operations: browse, search, edit, delete, forget, consolidate."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class MemoryOps:
     def search_memories(
         self, query: str, memory_type: str | None = None, limit: int = 20
     ) -> list[ScoredMemory]:
-        """Memories ranked by the tier formulas (seed 002 §2.4), each with its score breakdown."""
+        """Memories ranked by the tier formulas, each with its score breakdown."""
         types = [memory_type] if memory_type else None
         return self.memory.search(query, memory_types=types, limit=limit)
 

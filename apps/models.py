@@ -101,7 +101,7 @@ class NoteRecord(_Model):
 
 
 class SessionStats(_Model):
-    """The numbers of the Stats tab (seed 002 §6 ``get_stats``)."""
+    """The numbers of the Stats tab."""
 
     user_id: str
     session_id: str
@@ -120,7 +120,7 @@ class SessionStats(_Model):
 
 
 class LearningReport(_Model):
-    """The downloadable learning report (seed 002 §6 ``generate_report``)."""
+    """The downloadable learning report."""
 
     generated_at: datetime
     stats: SessionStats

@@ -1,4 +1,4 @@
-"""Question routing (seed 002 §6 step 4): documents answer facts, memory answers "what did I do".
+"""Question routing: documents answer facts, memory answers "what did I do".
 
 A question about the learner's own past ("我之前学过什么", "what did I learn before", "回顾我的笔记")
 goes to memory search; every other question goes to the documents. The rules are deliberately

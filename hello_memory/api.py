@@ -274,7 +274,7 @@ class MemoryAPI(Protocol):
         user_id: str | None = None,
         limit: int = 20,
     ) -> ContextBlock:
-        """Relevant memories rendered as labelled evidence within a token budget (DESIGN §7)."""
+        """Relevant memories rendered as labelled evidence within a token budget (docs/design.md §7)."""
         ...
 
     def close(self) -> None:

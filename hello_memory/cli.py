@@ -183,9 +183,9 @@ def export(
     server: Server = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Export the user's memories as JSON Lines; ``--full`` exports the whole store to move it between modes.
+    """Export the user's memories as JSON Lines; --full exports the whole store to move it between modes.
 
-    Through a service, ``--full`` exports every user the API key reaches (its own; all with the admin key).
+    Through a service, --full exports every user the API key reaches (its own; all with the admin key).
     """
     try:
         with _manager(home, user, server, api_key, existing=True) as mm:
@@ -249,7 +249,7 @@ def import_(
     server: Server = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Import a ``--full`` export into the memory pointed at (a service, QDRANT_URL / NEO4J_URI, or --home).
+    """Import a --full export into the memory pointed at (a service, QDRANT_URL / NEO4J_URI, or --home).
 
     Idempotent; through a service an API key imports only its own user's memories (the admin key any).
     """
@@ -284,11 +284,11 @@ def reindex(
 ) -> None:
     """Repair derived data from the records, in the memory pointed at (a service, QDRANT_URL / NEO4J_URI, or --home).
 
-    ``--graph`` completes pending work, then drops and re-links each user's graph from the semantic
+    --graph completes pending work, then drops and re-links each user's graph from the semantic
     memories' records: it repairs a worker killed between the record and the graph write. Through
-    a service, an API key rebuilds only its own user's graph. ``--vectors`` rebuilds, in a data
+    a service, an API key rebuilds only its own user's graph. --vectors rebuilds, in a data
     directory no service holds, every vector collection whose layout is not the one
-    ``HELLO_MEMORY_VECTOR_MEMORY`` names (a collection keeps the layout it was created with until then).
+    HELLO_MEMORY_VECTOR_MEMORY names (a collection keeps the layout it was created with until then).
     """
     if graph == vectors:
         typer.secho("error: say what to rebuild: --graph or --vectors", fg=typer.colors.RED, err=True)

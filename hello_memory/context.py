@@ -1,4 +1,4 @@
-"""Context injection (DESIGN §7): retrieve → floor → rank → cut to budget → render as evidence.
+"""Context injection (docs/design.md §7): retrieve → floor → rank → cut to budget → render as evidence.
 
 Memories are rendered as labelled, quoted evidence — data for the model, never instructions —
 and by default outside the system block (position ``"user"``), so stored text cannot pose as

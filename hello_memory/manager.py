@@ -1,4 +1,4 @@
-"""MemoryManager: the public façade over the four tiers and their stores (DESIGN §3-§6).
+"""MemoryManager: the public façade over the four tiers and their stores (docs/design.md §3-§6).
 
 Example:
     >>> from hello_memory import MemoryManager

@@ -1,4 +1,4 @@
-"""``AsyncMemoryManager``: :class:`~hello_memory.MemoryManager` for asyncio (DESIGN §2, "Concurrency").
+"""``AsyncMemoryManager``: :class:`~hello_memory.MemoryManager` for asyncio (docs/design.md §2, "Concurrency").
 
 It wraps a ``MemoryManager`` and runs each of its calls in a worker thread (``asyncio.to_thread``,
 as mem0's ``AsyncMemory`` does): the core is thread-safe — reads never wait for a writer, writes

@@ -1,4 +1,4 @@
-"""Data model: memories, scored hits and lifecycle reports (DESIGN §3).
+"""Data model: memories, scored hits and lifecycle reports (docs/design.md §3).
 
 Records that cross the public API are pydantic models; ids are full UUID strings and every
 API returns them whole.

@@ -219,7 +219,7 @@ class Settings(ExplainedSettings):
     llm_model: str | None = Field(default=None, validation_alias=_env("LLM_MODEL"))
     llm_timeout: float = Field(default=60.0, gt=0, validation_alias=_env("LLM_TIMEOUT"))
 
-    # relevance (DESIGN §5)
+    # relevance (docs/design.md §5)
     fusion: FusionName = Field(default="convex", description="how dense and lexical relevance combine")
     dense_weight: float = Field(default=0.6, ge=0, le=1)
     candidate_multiplier: int = Field(default=5, ge=1, le=100)
@@ -283,12 +283,12 @@ class Settings(ExplainedSettings):
     )
     min_score: float = Field(default=0.0, ge=0, le=2, description="absolute floor on the final score")
 
-    # working memory (seed 002 §2.2)
+    # working memory
     working_capacity: int = Field(default=50, ge=1)
     working_ttl_minutes: float = Field(default=60.0, gt=0)
     working_token_budget: int = Field(default=2000, ge=1)
 
-    # RAG (seed 002 §3)
+    # RAG
     chunk_tokens: int = Field(default=400, ge=16)
     overlap_tokens: int = Field(default=60, ge=0)
     mqe_expansions: int = Field(default=2, ge=0, le=10)

@@ -1,4 +1,4 @@
-"""Heading-aware Markdown chunking with a CJK-aware token budget and overlap (seed 002 §3.4).
+"""Heading-aware Markdown chunking with a CJK-aware token budget and overlap.
 
 The document is cut into sections at ATX headings (never inside fenced code); a chunk never
 spans two sections, so its ``heading_path`` is exact. Inside a section, whole paragraphs are

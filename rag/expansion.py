@@ -1,4 +1,4 @@
-"""Query expansion (seed 002 §3.7): MQE paraphrases, a HyDE passage, offline pseudo-relevance feedback.
+"""Query expansion: MQE paraphrases, a HyDE passage, offline pseudo-relevance feedback.
 
 Expansions that need the LLM run concurrently. A failed or absent LLM never blocks retrieval: the
 original query is always searched, and the result says which expansions ran and why others did not.

@@ -1,4 +1,4 @@
-"""Memory write-back (seed 002 §6): record what was asked and which documents answered it."""
+"""Memory write-back: record what was asked and which documents answered it."""
 
 from __future__ import annotations
 

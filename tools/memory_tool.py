@@ -1,4 +1,4 @@
-"""MemoryTool: the nine memory actions of seed 002 §2.3 as one agent tool over a MemoryManager.
+"""MemoryTool: the nine memory actions of as one agent tool over a MemoryManager.
 
 Example:
     >>> from tools import MemoryTool

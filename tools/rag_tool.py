@@ -1,4 +1,4 @@
-"""RAGTool: a knowledge base (one RAG namespace) as an agent tool (seed 002 §3.8).
+"""RAGTool: a knowledge base (one RAG namespace) as an agent tool.
 
 Example:
     >>> from tools import RAGTool

@@ -236,6 +236,6 @@ class RemoteMemory(RemoteBase[Transport], RemoteAdmin):
         user_id: str | None = None,
         limit: int = 20,
     ) -> ContextBlock:
-        """Relevant memories rendered as labelled evidence within a token budget (DESIGN §7)."""
+        """Relevant memories rendered as labelled evidence within a token budget (docs/design.md §7)."""
         return self._run(calls.build_context(query, budget_tokens=budget_tokens, floor=floor, position=position,
                                              user=self._user(user_id), limit=limit))

@@ -1,4 +1,4 @@
-"""The memory core: the stores a memory was opened with, travelling together (DESIGN §2).
+"""The memory core: the stores a memory was opened with, travelling together (docs/design.md §2).
 
 Every function under :mod:`hello_memory.core` takes a :class:`MemoryCore` (or only the stores it
 needs), never the :class:`~hello_memory.MemoryManager` façade, and runs the same lines in embedded

@@ -1,4 +1,4 @@
-"""The one validation gate every write passes before anything is stored (DESIGN §2).
+"""The one validation gate every write passes before anything is stored (docs/design.md §2).
 
 Whatever the entry point — ``add``, ``add_many``, ``update``, ``restore``, consolidation, an
 import of an export, the memory service, a tool — the core's write unit (:mod:`hello_memory.core.writes`)

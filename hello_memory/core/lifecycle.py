@@ -1,4 +1,4 @@
-"""Lifecycle: working-memory limits, forget policies, consolidation (DESIGN §6, seed 002 §2.5)."""
+"""Lifecycle: working-memory limits, forget policies, consolidation (docs/design.md §6)."""
 
 from __future__ import annotations
 

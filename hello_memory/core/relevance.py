@@ -1,4 +1,4 @@
-"""Fusion of dense and lexical relevance into ``sim`` ∈ [0, 1] (DESIGN §5).
+"""Fusion of dense and lexical relevance into ``sim`` ∈ [0, 1] (docs/design.md §5).
 
 - ``dense``: ``sim = max(0, cosine)`` — reproduces the seed formulas exactly (with
   ``participant_weight``, ``time_weight`` and ``adjacency_weight`` at 0, below).

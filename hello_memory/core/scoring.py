@@ -1,4 +1,4 @@
-"""The tier formulas of seed 002 §2.4 / DESIGN §4, as pure functions.
+"""The tier formulas of docs/design.md §4, as pure functions.
 
 All defaults reproduce the seed exactly; weights are parameters so a profile can change them.
 """

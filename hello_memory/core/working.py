@@ -1,4 +1,4 @@
-"""The working tier: its limits (TTL, capacity, token budget) and its score (seed 002 §2.4).
+"""The working tier: its limits (TTL, capacity, token budget) and its score.
 
 Scoring: TF-IDF cosine + keyword overlap, time decay. Working memories are few (capacity 50 per
 user), so the TF-IDF space is built per query over the user's live working items; no index is kept.

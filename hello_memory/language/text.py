@@ -1,6 +1,6 @@
 """CJK-aware text helpers: token estimates and lexical tokenisation.
 
-Token estimate (seed 002 §3.4): one token per CJK character, one per whitespace-separated run
+Token estimate: one token per CJK character, one per whitespace-separated run
 of other text. Lexical tokens (for BM25 and TF-IDF): Latin words lower-cased and Snowball-stemmed,
 Chinese as jieba words plus character bigrams (bigrams recover what the segmenter splits
 differently in query and document).

@@ -1,4 +1,4 @@
-"""Every formula of DESIGN §4 against hand-computed values."""
+"""Every formula of docs/design.md §4 against hand-computed values."""
 
 import math
 

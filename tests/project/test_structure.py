@@ -1,4 +1,4 @@
-"""The shape the code keeps (issue 24, DESIGN §2): layers, one core, one write path, small modules.
+"""The shape the code keeps (issue 24, docs/design.md §2): layers, one core, one write path, small modules.
 
 Read from the source with ``ast``, nothing is imported:
 
