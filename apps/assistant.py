@@ -35,7 +35,7 @@ from apps.models import (
     QuestionRecord,
     SessionStats,
 )
-from apps.routing import route_question, strip_force_prefix
+from apps.routing import recall_topic, route_question, strip_force_prefix
 from hello_memory import HelloMemoryError, InvalidInputError, MemoryManager, ScoredMemory, Settings
 from hello_memory.api import MemoryAPI
 from hello_memory.embedders.base import Embedder
@@ -264,8 +264,19 @@ class LearningAssistant(MemoryOps):
                         memories=hits, mode="memory", grounded=bool(hits))
 
     def recall(self, query: str, limit: int = 8) -> list[ScoredMemory]:
-        """Search the learning record (episodic events and semantic notes) for ``query``."""
-        return self.memory.search(query, memory_types=["episodic", "semantic"], limit=limit)
+        """The learning record (episodic events and semantic notes) about ``query``.
+
+        A question that names no topic ("我之前学过什么？", "what did I learn before?") asks for the
+        record itself: its newest entries, not a search — searched, such a question matches nothing
+        it stored (the relevance floor rightly finds no memory about "learning before"). Listed
+        entries carry ``breakdown={"listed": 1.0}``: they are in time order, not ranked.
+        """
+        topic = recall_topic(query)
+        if topic:
+            return self.memory.search(query, memory_types=["episodic", "semantic"], limit=limit)
+        found = [it for t in ("episodic", "semantic") for it in self.memory.get_all(memory_type=t, limit=limit)]
+        found.sort(key=lambda it: it.created_at, reverse=True)
+        return [ScoredMemory(item=it, score=1.0, breakdown={"listed": 1.0}) for it in found[:limit]]
 
     # -- notes ------------------------------------------------------------------------------
     def add_note(self, content: str) -> NoteRecord:

@@ -50,3 +50,30 @@ def strip_force_prefix(question: str) -> str:
     m = _FORCE.match(question)
     rest = question[m.end():].strip() if m else question.strip()
     return rest or question.strip()
+
+
+# The words of a recall question that say "my past learning" rather than what about (longest first).
+_FILLER_ZH = sorted(str.split("""我们 咱们 之前 以前 上次 刚才 曾经 此前 过去 今天 昨天 学过 学了 学习 了解
+加载 上传 什么 哪些 内容 东西 一下 回顾 笔记 记录 历史 进度 足迹 文档 关于 有关 方面
+我 咱 学 问 读 看 记 过 了 啥 几 的 吗 呢 都 些 有 是 和 与"""), key=len, reverse=True)
+_FILLER_EN = frozenset(str.split("""what which did have had i me my learn learned learnt study studied ask asked read
+load loaded note notes cover covered before earlier previously so far last time remind history progress
+the a an about on of in so far up to until now documents document things"""))
+_PUNCT = re.compile(r"[\s\W_]+")
+
+
+def recall_topic(question: str) -> str:
+    """What a recall question asks about, or ``""`` when it asks about the learning record in general.
+
+    "我之前学过什么？" and "What did I learn before?" name no topic (they ask for the record itself);
+    "/recall 向量库" and "我之前学过哪些关于 HyDE 的内容" name one.
+
+    Example:
+        >>> recall_topic("我之前学过什么？"), recall_topic("/recall 向量库")
+        ('', '向量库')
+    """
+    rest = strip_force_prefix(question).lower()
+    for word in _FILLER_ZH:
+        rest = rest.replace(word, " ")
+    words = [w for w in _PUNCT.split(rest) if w and w not in _FILLER_EN]
+    return " ".join(words)

@@ -216,3 +216,25 @@ def test_one_large_file_reports_progress_per_batch_of_passages(assistant, tmp_pa
     assert [f for f, _ in during] == sorted(f for f, _ in during) and during[-1][0] == 1.0
     last = re.search(r"manual\.md \(1/1\): (\d+)/(\d+) 段 / passages$", during[-1][1])
     assert last is not None and last.group(1) == last.group(2)
+
+
+def test_the_recall_tip_lists_the_learning_record_with_a_real_embedder(tmp_path):
+    """Before: 「我之前学过什么？」 answered "no records" right after notes were stored (searched with e5,
+    the question matched no memory and the relevance floor rightly returned nothing)."""
+    from apps.assistant import LearningAssistant
+    from hello_memory import Settings
+
+    la = LearningAssistant("learner", Settings(home=tmp_path / "data", embedder="e5"))
+    try:
+        la.add_note("HyDE 先让模型写一段假设答案，再用它去检索")
+        la.add_note("Working memory lives for one session")
+        for question in ("我之前学过什么？", "What did I learn before?"):
+            reply = la.ask(question)
+            assert reply.route == "memory" and reply.grounded, question
+            contents = [h.item.content for h in reply.memories]
+            assert "HyDE 先让模型写一段假设答案，再用它去检索" in contents
+            assert "Working memory lives for one session" in contents
+        topical = la.ask("/recall HyDE 假设答案")
+        assert topical.memories[0].item.content.startswith("HyDE")
+    finally:
+        la.close()

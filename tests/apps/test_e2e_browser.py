@@ -232,5 +232,16 @@ def test_learning_session_in_a_real_browser(app_url: str, documents: list[Path])
             expect(files).to_contain_text(".json", timeout=20 * MS)
             expect(files).to_contain_text(".md")
             _shoot(page, "5_stats")
+
+            # The Ask tab's tip, in both languages: a recall question lists the learning record.
+            page.get_by_role("tab", name="问答 / Ask").click()
+            for n, tip in enumerate(("我之前学过什么？", "What did I learn before?"), start=1):
+                _field(page, "hm-question").fill(tip)
+                page.locator("#hm-ask").click()
+                recalled = chat.get_by_text(re.compile("From your learning memory"))
+                expect(recalled).to_have_count(n, timeout=60 * MS)  # this tip's answer, not "no records"
+                expect(chat).to_contain_text("适合离线演示")
+                expect(chat).to_contain_text("加载了文档")
+            _shoot(page, "6_recall")
         finally:
             browser.close()

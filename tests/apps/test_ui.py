@@ -220,3 +220,14 @@ def test_an_upload_dropped_during_indexing_queues_and_is_indexed(handlers, guide
     assert any("已排队：second.md" in m for m in infos), infos
     assert sorted(d.file_name for d in la.list_documents()) == ["learning_guide.md", "second.md"]
     assert [d.file_name for d in la.loaded] == ["learning_guide.md", "second.md"]  # each indexed once
+
+
+@pytest.mark.parametrize(("question", "topic"), [
+    ("我之前学过什么？", ""), ("What did I learn before?", ""), ("回顾一下我的学习", ""), ("我的笔记有哪些", ""),
+    ("what have I studied so far", ""), ("/recall 向量库", "向量库"), ("回顾：Qdrant", "qdrant"),
+    ("我之前学过哪些关于 HyDE 的内容", "hyde"),
+])
+def test_a_recall_question_names_a_topic_or_asks_for_the_record(question, topic):
+    from apps.routing import recall_topic
+
+    assert recall_topic(question) == topic
