@@ -287,8 +287,10 @@ class LocalE5:
                 results = [self._forward(job, alone=len(jobs) == 1) for job in jobs]
         elif workers > 1 and len(jobs) > 1:  # a step of one job per worker at a time: another caller's
             results = []  # passage work takes its turns between this call's steps, not after all of them
-            for start in range(0, len(jobs), workers):
-                results += self._workers().map(self._passage_job, jobs[start : start + workers])
+            while len(results) < len(jobs):
+                step = self.gate.passage_workers(workers)  # one fewer while searches come in
+                part = jobs[len(results) : len(results) + step]
+                results += self._workers().map(self._passage_job, part)
         else:
             results = [self._passage_job(job, alone=len(jobs) == 1) for job in jobs]
         return list(zip(chunks, results, strict=True))

@@ -4,9 +4,11 @@ A search waits for one query embedding (milliseconds); an add may embed a 200,00
 (seconds of forward passes). Both run at once on the same cores — queries never wait for anything
 here — but each piece of passage work (one forward pass, ≤ one 512-token window per thread) first
 waits until the queries running now have finished, so a query shares the cores with at most the
-pieces already under way. The wait is bounded (:data:`MAX_YIELD_S`): a stream of queries slows
-passage work, never stops it. Nothing here changes a thread's priority or a library's thread
-count: it only decides when this process's own passage work starts its next piece.
+pieces already under way; and while searches are coming in, passage work runs one worker thread
+fewer, leaving a core for them (:meth:`QueryFirst.passage_workers`). The wait is bounded
+(:data:`MAX_YIELD_S`): a stream of queries slows passage work, never stops it. Nothing here changes
+a thread's priority or a library's thread count: it only decides when this process's own passage
+work starts its next piece.
 
 Example:
     >>> gate = QueryFirst()
@@ -24,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 MAX_YIELD_S = 0.25  # the longest a piece of passage work waits for queries before it starts anyway
+RECENT_S = 1.0  # queries within this long ago count as a search load: passage work leaves them a core
 
 
 class QueryFirst:
@@ -32,6 +35,7 @@ class QueryFirst:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._queries = 0
+        self._last_query = -float("inf")  # monotonic time the last query embedding ended
 
     @contextmanager
     def query(self) -> Iterator[None]:
@@ -43,6 +47,7 @@ class QueryFirst:
         finally:
             with self._cond:
                 self._queries -= 1
+                self._last_query = time.monotonic()
                 if not self._queries:
                     self._cond.notify_all()
 
@@ -52,6 +57,14 @@ class QueryFirst:
         with self._cond:
             while self._queries and (left := deadline - time.monotonic()) > 0:
                 self._cond.wait(left)
+
+    def passage_workers(self, threads: int) -> int:
+        """Worker threads passage work may use for its next step: all ``threads``, or one fewer (at
+        least one) while searches embed queries (one ran within :data:`RECENT_S`), so that a query
+        finds a core free instead of sharing every core with passage work."""
+        with self._cond:
+            searching = self._queries > 0 or time.monotonic() - self._last_query < RECENT_S
+        return max(1, threads - 1) if searching else threads
 
     def running(self) -> int:
         """Query embeddings running now."""

