@@ -43,7 +43,7 @@ from hello_memory.embedders.factory import make_embedder
 from hello_memory.errors import ConversionError
 from hello_memory.llm.base import LLMClient
 from hello_memory.llm.factory import make_llm
-from hello_memory.models import utcnow
+from hello_memory.models import cleared, utcnow
 from hello_memory.validation import check_id
 from rag import RAGPipeline, record_qa
 from rag.api import RAGAPI
@@ -262,8 +262,9 @@ class LearningAssistant(MemoryOps):
                         memories=hits, mode="memory", grounded=bool(hits))
 
     def recall(self, query: str, limit: int = 8) -> list[ScoredMemory]:
-        """Search the learning record (episodic events and semantic notes) for ``query``."""
-        return self.memory.search(query, memory_types=["episodic", "semantic"], limit=limit)
+        """The learning records (episodic events and semantic notes) relevant to ``query``: those that
+        cleared the relevance floor (an answer holds nothing else; DESIGN §5)."""
+        return cleared(self.memory.search(query, memory_types=["episodic", "semantic"], limit=limit))
 
     # -- notes ------------------------------------------------------------------------------
     def add_note(self, content: str) -> NoteRecord:
