@@ -43,7 +43,7 @@ from hello_memory.embedders.factory import make_embedder
 from hello_memory.errors import ConversionError
 from hello_memory.llm.base import LLMClient
 from hello_memory.llm.factory import make_llm
-from hello_memory.models import utcnow
+from hello_memory.models import cleared, utcnow
 from hello_memory.validation import check_id
 from rag import RAGPipeline, record_qa
 from rag.api import RAGAPI
@@ -273,7 +273,7 @@ class LearningAssistant(MemoryOps):
         """
         topic = recall_topic(query)
         if topic:
-            return self.memory.search(query, memory_types=["episodic", "semantic"], limit=limit)
+            return cleared(self.memory.search(query, memory_types=["episodic", "semantic"], limit=limit))
         found = [it for t in ("episodic", "semantic") for it in self.memory.get_all(memory_type=t, limit=limit)]
         found.sort(key=lambda it: it.created_at, reverse=True)
         return [ScoredMemory(item=it, score=1.0, breakdown={"listed": 1.0}) for it in found[:limit]]

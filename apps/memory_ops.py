@@ -6,7 +6,7 @@ import threading
 
 from hello_memory import ConsolidateReport, ForgetReport, MemoryItem, ScoredMemory
 from hello_memory.api import MemoryAPI
-from hello_memory.models import MemoryType
+from hello_memory.models import MemoryType, cleared
 
 
 class MemoryOps:
@@ -27,9 +27,11 @@ class MemoryOps:
     def search_memories(
         self, query: str, memory_type: str | None = None, limit: int = 20
     ) -> list[ScoredMemory]:
-        """Memories ranked by the tier formulas, each with its score breakdown."""
+        """Memories ranked by the tier formulas, each with its score breakdown: those that
+        cleared the relevance floor (the candidates search lists after them are not shown: unmarked in a
+        table, they read as relevant, and their scores out of the table's order; docs/design.md §5)."""
         types = [memory_type] if memory_type else None
-        return self.memory.search(query, memory_types=types, limit=limit)
+        return cleared(self.memory.search(query, memory_types=types, limit=limit))
 
     def update_importance(self, memory_id: str, importance: float) -> MemoryItem:
         """Set a memory's importance (0-1)."""

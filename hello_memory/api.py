@@ -153,9 +153,14 @@ class MemoryAPI(Protocol):
         session_id: str | None = None,
         reference_time: datetime | str | None = None,
     ) -> list[ScoredMemory]:
-        """One ranked list across tiers by final score, each hit with its score breakdown.
+        """One ranked list across tiers, each hit with its score breakdown.
 
-        ``query`` is a string or the conversation so far (``[{"role": "user", "content": ...}, ...]``
+        Nothing is a correct answer: a question none of whose candidates clears the relevance floor
+        gets an empty list. Otherwise the memories that cleared it come first, by final score, and
+        (``Settings.floor_scope="question"``, the default) the other candidates follow them, by score,
+        each with ``hit.below_floor`` true: evidence at depth for a caller that ranks, never for a
+        prompt (:func:`hello_memory.models.cleared` keeps the others out; ``build_context``, the tools
+        and the app do). ``query`` is a string or the conversation so far (``[{"role": "user", "content": ...}, ...]``
         or ``(role, content)`` pairs): its human turns become the query (see
         :mod:`hello_memory.language.queries`). Times the query names ("yesterday", "three weeks ago",
         "上周二") are resolved against ``reference_time``, the moment it is asked (default: now; see
@@ -274,7 +279,11 @@ class MemoryAPI(Protocol):
         user_id: str | None = None,
         limit: int = 20,
     ) -> ContextBlock:
-        """Relevant memories rendered as labelled evidence within a token budget (docs/design.md §7)."""
+        """Relevant memories rendered as labelled evidence within a token budget (docs/design.md §7).
+
+        Only memories that cleared the relevance floor (never a ``below_floor`` hit of :meth:`search`);
+        empty when nothing stored is relevant.
+        """
         ...
 
     def close(self) -> None:

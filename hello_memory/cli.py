@@ -106,25 +106,39 @@ def search(
     query: str,
     limit: Annotated[int, typer.Option("--limit", "-n")] = 5,
     memory_type: Annotated[list[str] | None, typer.Option("--type", "-t")] = None,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="also list the candidates below the relevance floor, marked")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     home: Home = None,
     user: User = "default_user",
     server: Server = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Search memories; one line per hit with score and tier."""
+    """Search memories; one line per hit with score and tier.
+
+    Only the memories that cleared the relevance floor, by score; --all lists the other
+    candidates after them, each marked "below floor" (docs/design.md §5).
+    """
     try:
         with _manager(home, user, server, api_key, existing=True) as mm:
             hits = mm.search(query, limit=limit, memory_types=memory_type or None)
     except HelloMemoryError as e:
         _fail(e)
+    relevant = [h for h in hits if not h.below_floor]
+    below = [h for h in hits if h.below_floor]
     if as_json:
-        typer.echo(json.dumps([h.model_dump(mode="json") for h in hits], ensure_ascii=False, indent=2))
+        shown = hits if show_all else relevant
+        typer.echo(json.dumps([h.model_dump(mode="json") for h in shown], ensure_ascii=False, indent=2))
         return
-    if not hits:
+    if not relevant:
         typer.echo("no matching memories")
-    for h in hits:
+    for h in relevant:
         typer.echo(f"{h.score:.3f}  [{h.item.memory_type.value}] {h.item.content[:100]}  ({h.item.id})")
+    if below and not show_all:
+        typer.echo(f"({len(below)} more below the relevance floor: --all lists them)")
+    for h in below if show_all else []:
+        typer.echo(f"{h.score:.3f}  below floor  [{h.item.memory_type.value}] {h.item.content[:100]}  ({h.item.id})")
 
 
 @app.command()

@@ -1,5 +1,9 @@
 """Context injection (docs/design.md §7): retrieve → floor → rank → cut to budget → render as evidence.
 
+Only what cleared the relevance floor reaches the block: a search list may go on, after those
+memories, with candidates that did not (``ScoredMemory.below_floor``: recall at depth for a caller
+that ranks), and a prompt is no place for them (docs/design.md §5).
+
 Memories are rendered as labelled, quoted evidence — data for the model, never instructions —
 and by default outside the system block (position ``"user"``), so stored text cannot pose as
 the developer's instructions.
@@ -13,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.language.text import estimate_tokens
-from hello_memory.models import ScoredMemory
+from hello_memory.models import ScoredMemory, cleared
 from hello_memory.render import memory_evidence, memory_label
 from hello_memory.validation import check_budget, check_score
 
@@ -60,7 +64,8 @@ def build_context(
     user_id: str | None,
     limit: int,
 ) -> ContextBlock:
-    """Retrieve with ``search``, drop hits below ``floor``, cut to the budget from the top, render.
+    """Retrieve with ``search``, keep the hits that cleared the relevance floor and score at least
+    ``floor``, cut to the budget from the top, render.
 
     See :meth:`hello_memory.manager.MemoryManager.build_context`; ``search`` is its ``search``.
     """
@@ -69,7 +74,7 @@ def build_context(
     where: Position = position  # type: ignore[assignment]  # narrowed by the check above
     check_budget(budget_tokens)
     check_score(floor, "floor")
-    hits = search(query, user_id=user_id, limit=limit, min_score=floor)
+    hits = cleared(search(query, user_id=user_id, limit=limit, min_score=floor))
     overhead = estimate_tokens(memory_evidence([]))
     kept: list[ScoredMemory] = []
     used = overhead

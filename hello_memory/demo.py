@@ -54,13 +54,15 @@ def run_demo(home: Path | None = None, *, server: str | None = None, api_key: st
                 terms = ", ".join(
                     f"{k}={v:.2f}" for k, v in h.breakdown.items() if k in ("sim", "recency", "graph")
                 )
-                echo(f"  {h.score:.3f} [{h.item.memory_type.value}] {h.item.content}  ({terms})")
+                mark = "  below floor" if h.below_floor else ""  # follows the relevant ones, not one of them
+                echo(f"  {h.score:.3f} [{h.item.memory_type.value}] {h.item.content}  ({terms}){mark}")
         rep = mm.consolidate("working", "episodic", 0.7)
         echo(f"\nconsolidate working→episodic: {rep.count} promoted")
         mm.add("张三住在上海", memory_type="semantic", importance=0.8)
         echo("supersession: '张三住在上海' supersedes the Hangzhou fact; search '张三住在哪里':")
         for h in mm.search("张三住在哪里", memory_types=["semantic"], limit=2):
-            echo(f"  {h.score:.3f} {h.item.content}{'  (superseded)' if h.item.valid_to else ''}")
+            superseded = "  (superseded)" if h.item.valid_to else ""
+            echo(f"  {h.score:.3f} {h.item.content}{superseded}{'  below floor' if h.below_floor else ''}")
         block = mm.build_context("张三的学习进度", budget_tokens=120)
         echo("\ncontext block for the next LLM call:\n" + block.text)
         st = mm.stats()

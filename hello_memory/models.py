@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
@@ -127,11 +128,34 @@ class MemoryItem(BaseModel):
 
 
 class ScoredMemory(_Record):
-    """A search hit: the memory, its final score and the formula's terms by name."""
+    """A search hit: the memory, its final score and the formula's terms by name.
+
+    A search list may hold, after the memories that cleared the relevance floor, candidates that did
+    not (``below_floor``; docs/design.md §5): they are there for recall at depth, not for a prompt. Every place
+    that builds a prompt keeps only :func:`cleared`; a list shown to a person marks or omits the rest.
+    """
 
     item: MemoryItem
     score: float
     breakdown: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def below_floor(self) -> bool:
+        """True when this hit follows the ones that cleared the relevance floor without clearing it."""
+        return self.breakdown.get("below_floor", 0.0) > 0
+
+
+def cleared(hits: Iterable[ScoredMemory]) -> list[ScoredMemory]:
+    """The hits that cleared the relevance floor, in their order: what may reach a prompt.
+
+    Example:
+        >>> item = MemoryItem(user_id="u", content="x", memory_type="semantic")
+        >>> below = ScoredMemory(item=item, score=0.9, breakdown={"below_floor": 1.0})
+        >>> hits = [ScoredMemory(item=item, score=0.4), below]
+        >>> [h.score for h in cleared(hits)]
+        [0.4]
+    """
+    return [h for h in hits if not h.below_floor]
 
 
 class HistoryEntry(_Record):

@@ -26,7 +26,7 @@ from hello_memory.errors import InvalidInputError
 from hello_memory.language.text import estimate_tokens
 from hello_memory.llm.base import LLMClient
 from hello_memory.manager import MemoryManager
-from hello_memory.models import MemoryType
+from hello_memory.models import MemoryType, cleared
 from hello_memory.settings import Settings
 from hello_memory.validation import check_id
 from tools import memory_models as m
@@ -101,7 +101,8 @@ class MemoryTool(Tool):
         )
         super().__init__(name, DESCRIPTION.format(files=self.files.describe()), [
             Action("add", m.AddArgs, self._add, "store a new memory, or chat messages as conversation turns"),
-            Action("search", m.SearchArgs, self._search, "find memories relevant to a query"),
+            Action("search", m.SearchArgs, self._search,
+                   "find memories relevant to a query (none when nothing stored is relevant)"),
             Action("summary", m.SummaryArgs, self._summary, "overview of the most important memories"),
             Action("stats", NoArgs, self._stats, "counts per memory tier"),
             Action("update", m.UpdateArgs, self._update, "change a memory's content, importance or metadata"),
@@ -146,6 +147,7 @@ class MemoryTool(Tool):
         wanted = list(dict.fromkeys(([a.memory_type] if a.memory_type else []) + (a.memory_types or [])))
         hits = self.manager.search(a.query, user_id=self.user_id, memory_types=wanted or self.memory_types,
                                    limit=a.limit, min_importance=a.min_importance)
+        hits = cleared(hits)  # the model reads the result: only what cleared the relevance floor (docs/design.md §5)
         return m.MemorySearchResult(query=a.query, hits=[m.MemoryHit.of_hit(h) for h in hits])
 
     def _summary(self, a: m.SummaryArgs) -> m.MemorySummary:

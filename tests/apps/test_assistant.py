@@ -238,3 +238,36 @@ def test_the_recall_tip_lists_the_learning_record_with_a_real_embedder(tmp_path)
         assert topical.memories[0].item.content.startswith("HyDE")
     finally:
         la.close()
+
+
+# -- only what cleared the relevance floor is shown as recalled (issue 35 §1) -----------------------------
+FLOOR_LIFE = ["Alex was born on 3 May 2015", "My dentist appointment is on Friday at 3pm",
+              "We adopted a puppy called Oscar from the shelter", "I turned 30 that spring"]
+
+
+@pytest.fixture
+def floored(tmp_path, fake_embedder):
+    """An assistant whose floor is decided by words (the fake embedder's cosines mean nothing)."""
+    from hello_memory import Settings
+
+    la = LearningAssistant("alice", Settings(home=tmp_path / "floored", floor_cosine=0.99), embedder=fake_embedder)
+    for text in FLOOR_LIFE:
+        la.memory.add(text, memory_type="semantic")
+    yield la
+    la.close()
+
+
+def test_recall_shows_only_memories_that_cleared_the_floor(floored):
+    assert len(floored.memory.search("When was Alex born?", memory_types=["semantic"])) == len(FLOOR_LIFE)
+    reply = floored.ask("/recall When was Alex born?")
+    assert [h.item.content for h in reply.memories] == [FLOOR_LIFE[0]]
+    assert FLOOR_LIFE[0] in reply.answer and not any(t in reply.answer for t in FLOOR_LIFE[1:])
+
+
+def test_the_memory_panel_search_leaves_out_what_is_below_the_floor_and_reads_in_order(floored):
+    from apps.render import memory_rows
+
+    rows = memory_rows(floored.search_memories("When was Alex born?"))
+    assert [r[5] for r in rows] == [FLOOR_LIFE[0]]
+    scores = [float(r[3]) for r in rows]
+    assert scores == sorted(scores, reverse=True)

@@ -41,6 +41,26 @@ def test_add_search_stats_export_forget(run, tmp_path):
     assert "forgot 1 memories (restorable)" in out.output
 
 
+def test_search_leaves_out_what_is_below_the_floor_unless_asked_and_then_marks_it(run, monkeypatch):
+    """Issue 35 §1: below-floor hits were printed unmarked, their scores out of the list's order."""
+    monkeypatch.setenv("HELLO_MEMORY_FLOOR_COSINE", "0.99")  # only shared words clear the floor
+    for text in ("Alex was born on 3 May 2015", "My dentist appointment is on Friday at 3pm",
+                 "We adopted a puppy called Oscar from the shelter", "I turned 30 that spring"):
+        run("add", text)
+    out = run("search", "When was Alex born?")
+    lines = out.output.splitlines()
+    assert out.exit_code == 0 and "Alex was born" in lines[0]
+    assert not any(word in out.output for word in ("dentist", "puppy", "turned 30"))
+    assert "3 more below the relevance floor" in out.output
+    out = run("search", "When was Alex born?", "--all")
+    below = [ln for ln in out.output.splitlines() if "below floor" in ln]
+    assert len(below) == 3 and "Alex" not in "".join(below)
+    scores = [float(ln.split()[0]) for ln in below]
+    assert scores == sorted(scores, reverse=True)
+    hits = json.loads(run("search", "When was Alex born?", "--json").output)
+    assert [h["breakdown"]["below_floor"] for h in hits] == [0.0]
+
+
 def test_errors_are_one_line_and_exit_2(run):
     out = run("add", "   ")
     assert out.exit_code == 2 and "error:" in out.output and "Traceback" not in out.output

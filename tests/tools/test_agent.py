@@ -186,3 +186,22 @@ def test_from_settings(monkeypatch):
         SimpleAgent.from_settings(registry, Settings())
     agent = SimpleAgent.from_settings(registry, Settings(dashscope_api_key="sk-test"), max_tool_iterations=3)
     assert agent.llm.name == "openai-compatible:qwen-plus" and agent.max_tool_iterations == 3
+
+
+def test_the_agent_prompt_holds_only_memories_that_cleared_the_floor(tmp_path, fake_embedder):
+    """Issue 35 §1: a question with one memory above the floor used to bring every other candidate."""
+    life = ["Alex was born on 3 May 2015", "My dentist appointment is on Friday at 3pm",
+            "We adopted a puppy called Oscar from the shelter", "I turned 30 that spring"]
+    memory = MemoryTool(user_id="alice", settings=Settings(home=tmp_path / "d", floor_cosine=0.99),
+                        embedder=fake_embedder)
+    for text in life:
+        memory.execute("add", content=text, memory_type="semantic")
+    registry = ToolRegistry()
+    registry.register(memory)
+    llm = ScriptedLLM(["3 May 2015."])
+    try:
+        SimpleAgent(llm, registry, memory=memory).run("When was Alex born?")
+        prompt = json.dumps(llm.calls[0].messages, ensure_ascii=False)
+        assert life[0] in prompt and not any(t in prompt for t in life[1:])
+    finally:
+        registry.close()

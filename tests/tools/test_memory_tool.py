@@ -297,3 +297,33 @@ def test_expanded_action_functions(memory_tool, call):
     assert r.ok and r.data.hits
     r = call(reg, "memory_search", {"action": "add", "query": "张三"})
     assert not r.ok and "ask for action 'add'" in r.error
+
+
+# -- only what cleared the relevance floor reaches the model (issue 35 §1) --------------------------------
+FLOOR_LIFE = ["Alex was born on 3 May 2015", "My dentist appointment is on Friday at 3pm",
+              "We adopted a puppy called Oscar from the shelter", "I turned 30 that spring"]
+
+
+@pytest.fixture
+def floored_tool(tmp_path):
+    """A tool whose floor is decided by words (the fake embedder's cosines mean nothing)."""
+    tool = MemoryTool(user_id="alice", settings=Settings(home=tmp_path / "floored", floor_cosine=0.99),
+                      embedder=DeterministicFakeEmbedder(32))
+    for text in FLOOR_LIFE:
+        tool.execute("add", content=text, memory_type="episodic")
+    yield tool
+    tool.close()
+
+
+def test_search_results_hold_only_memories_that_cleared_the_floor(floored_tool):
+    assert len(floored_tool.manager.search("When was Alex born?", user_id="alice")) == len(FLOOR_LIFE)
+    r = floored_tool.execute("search", query="When was Alex born?", limit=10)
+    assert r.ok and [h.content for h in r.data.hits] == [FLOOR_LIFE[0]]
+    assert not any(t in r.text() for t in FLOOR_LIFE[1:])
+
+
+def test_context_block_holds_only_memories_that_cleared_the_floor(floored_tool):
+    block = floored_tool.context_block("When was Alex born?", budget_tokens=2000)
+    assert [h.item.content for h in block.hits] == [FLOOR_LIFE[0]]
+    text = floored_tool.get_context_for_query("When was Alex born?", budget_tokens=2000)
+    assert FLOOR_LIFE[0] in text and not any(t in text for t in FLOOR_LIFE[1:])
