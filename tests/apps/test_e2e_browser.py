@@ -215,8 +215,9 @@ def test_learning_session_in_a_real_browser(app_url: str, documents: list[Path])
             _field(page, "hm-mem-query").fill("Qdrant Edge 进程内")
             page.locator("#hm-mem-search").click()
             expect(memories).to_contain_text("适合离线演示", timeout=20 * MS)
-            # the visible cell: Gradio also renders hidden copies of a table's cells (to size its columns)
-            memories.get_by_text("适合离线演示").filter(visible=True).first.click()  # the row fills the id and importance
+            # Clicking a row fills the id and importance. The visible cell: Gradio also renders hidden
+            # copies of a table's cells (to size its columns).
+            memories.get_by_text("适合离线演示").filter(visible=True).first.click()
             expect(_field(page, "hm-mem-id")).to_have_value(re.compile(r"^[0-9a-f-]{36}$"), timeout=10 * MS)
             page.locator("#hm-mem-update").click()
             expect(page.locator("#hm-mem-report")).to_contain_text("importance set to 0.80", timeout=20 * MS)
