@@ -255,8 +255,9 @@ class Settings(ExplainedSettings):
     )
     relevance_floor: bool = Field(
         default=True,
-        description="drop candidates whose raw evidence clears neither floor_cosine nor floor_lexical "
-        "before ranking, so a query about nothing stored returns nothing (the paper profile turns it off)",
+        description="judge whether a question is answered at all, and by which memories, before ranking, "
+        "so a query about nothing stored returns nothing (hello_memory.core.floor; the paper profile "
+        "turns it off)",
     )
     floor_scope: FloorScope = Field(
         default="question",
@@ -265,21 +266,28 @@ class Settings(ExplainedSettings):
         "so evidence that only partly matches the query is not cut); 'memory' — every memory on its own "
         "(only those that clear it are returned)",
     )
+    floor_margin: float | None = Field(
+        default=None,
+        ge=0,
+        le=20,
+        description="how far, in spreads of the question's null, the best memory must stand out for the "
+        "question to be answered (hello_memory.core.floor; None: 4.0, chosen on the floor probe: BENCHMARKS.md)",
+    )
     floor_cosine: float | None = Field(
         default=None,
         ge=-1,
         le=1,
-        description="raw cosine a memory needs under the relevance floor, for every script; None: "
-        "calibrated per embedder and per script of the query (hello_memory.core.calibration: e5 0.819 "
-        "English, 0.878 Chinese; tfidf 0.316 / 0.239; any other embedder on first use; none for the "
-        "test embedder, whose cosines mean nothing)",
+        description="set (with floor_lexical) to judge by an absolute floor instead of the question's null: "
+        "the raw cosine a memory needs, for every script; None: the null decides (the absolute floor of "
+        "an embedder without a null — the test embedder — is calibrated per script: "
+        "hello_memory.core.calibration)",
     )
     floor_lexical: float | None = Field(
         default=None,
         ge=0,
         le=1,
-        description="lexical evidence (the idf-weighted share of the query's terms a memory holds) a "
-        "memory needs under the relevance floor; None: 0.35",
+        description="set to judge by an absolute floor: the lexical evidence (the idf-weighted share of the "
+        "query's content terms a memory holds) a memory needs; None: 0.35 under the absolute floor",
     )
     min_score: float = Field(default=0.0, ge=0, le=2, description="absolute floor on the final score")
 

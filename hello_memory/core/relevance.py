@@ -135,6 +135,7 @@ class Relevance:
     time: float = 0.0  # how well the memory's time fits a time the query names (hello_memory.language.timeref)
     adjacent: float = 0.0  # 1.0 when sim was raised to a share of its question's or answer's
     evidence: float = 0.0  # lexical evidence, when the relevance floor needed it (sqlite_lexical)
+    standing: float | None = None  # how far it stands out against the question's null (core.floor)
 
 
 def fuse(

@@ -24,6 +24,7 @@ from hello_memory.core.relevance import (
 )
 from hello_memory.core.scoring import episodic_score, graph_relevance, perceptual_score, semantic_score
 from hello_memory.errors import InvalidInputError
+from hello_memory.language.evidence_words import evidence_terms
 from hello_memory.language.queries import MAX_QUERY_CHARS, conversation_query
 from hello_memory.language.text import estimate_tokens, lexical_tokens
 from hello_memory.language.timeref import TimeWindow, memory_fit, time_windows
@@ -187,7 +188,7 @@ def _vector_tiers(
     rows = core.records.score_rows(list(set(dense) | set(lexical) | set(via_graph)), user_id)
     rows = {k: r for k, r in rows.items() if r.memory_type in types and _in_scope(r, session_id, window)}
     _fill_dense(core, user_id, qvec, rows, dense)
-    rel, kept = _relevance(core, query, terms, user_id, rows, dense, lexical, hops, named_times, judged)
+    rel, kept = _relevance(core, query, qvec, user_id, rows, dense, lexical, hops, named_times, judged)
     admitted = floor.admitted(kept, rows, core.settings.floor_scope)
     now = core.now().timestamp()
     out = []
@@ -239,7 +240,7 @@ def _lexical(core: MemoryCore, terms: list[str], asked: _Asked) -> dict[str, flo
 def _relevance(
     core: MemoryCore,
     query: str,
-    terms: list[str],
+    qvec: np.ndarray,
     user_id: str,
     rows: dict[str, ScoreRow],
     dense: dict[str, float],
@@ -258,14 +259,14 @@ def _relevance(
         dense_weight=settings.dense_weight,
         floor=dense_floor(core.embedder.name),
     )
-    bar = floor.of(settings, core.embedder, query) if judged else None
+    judge = floor.of(settings, core.embedder, query) if judged else None
     evidence: dict[str, float] = {}
     asked: list[str] = []
-    if bar is not None:  # lexical evidence only for the lexical candidates the dense side leaves out
-        judge = [k for k in lexical if k in rows and not floor.passes(dense.get(k), 0.0, bar)]
+    standing: dict[str, float] = {}
+    if judge is not None:
         asked = evidence_text(query, [w.span for w in named_times])
-        evidence = core.records.lexical_evidence(user_id, asked, judge) if judge else {}
-        rel = {k: replace(r, evidence=evidence[k]) if k in evidence else r for k, r in rel.items()}
+        evidence, standing = _judged(core, judge, evidence_terms(asked), qvec, user_id, rows, dense, lexical)
+        rel = {k: replace(r, evidence=evidence.get(k, 0.0), standing=standing.get(k)) for k, r in rel.items()}
     pairs: list[tuple[str, str]] = []
     if settings.adjacency_weight > 0:
         pairs = _question_answer_pairs(core, user_id, rows, rel)
@@ -280,8 +281,32 @@ def _relevance(
     if named_times:
         rel = prefer_times(rel, fits, settings.time_weight)
     graphed = {k for k, r in rows.items() if hops and _graph(r, hops) > 0}
-    kept = floor.survivors(rows, dense, evidence, pairs, fits, graphed, bar, names_topic=bool(asked))
+    kept = floor.survivors(
+        rows, dense, evidence, pairs, fits, graphed, judge, standing=standing, names_topic=bool(asked)
+    )
     return rel, kept
+
+
+def _judged(
+    core: MemoryCore,
+    judge: floor.Judge,
+    content: list[str],
+    qvec: np.ndarray,
+    user_id: str,
+    rows: dict[str, ScoreRow],
+    dense: dict[str, float],
+    lexical: dict[str, float],
+) -> tuple[dict[str, float], dict[str, float]]:
+    """What the floor judges: the lexical evidence of the query's ``content`` terms held by the lexical
+    candidates (under an absolute floor, those the dense side leaves out), and each candidate's
+    standing against the query's null (:func:`hello_memory.core.floor.standings`)."""
+    asked = [k for k in lexical if k in rows and (judge.nulls or not floor.passes(dense.get(k), 0.0, judge.floor))]
+    evidence = core.records.lexical_evidence(user_id, content, asked) if asked and content else {}
+
+    def means(vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:  # a null's memory means
+        return core.dense.similarities(user_id, vector, {k: (rows[k].memory_type, rows[k].modality) for k in ids})
+
+    return evidence, floor.standings(judge, qvec, {k: dense[k] for k in rows if k in dense}, evidence, means)
 
 
 def _question_answer_pairs(
@@ -365,6 +390,7 @@ def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float) -> _Light
         "dense": rel.dense,
         "lexical": rel.lexical,
         "lexical_evidence": rel.evidence,
+        **({"standing": rel.standing} if rel.standing is not None else {}),
         "participant": rel.participant,
         "time": rel.time,
         "adjacent": rel.adjacent,

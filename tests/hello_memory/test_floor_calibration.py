@@ -113,6 +113,7 @@ def test_floor_cosine_setting_replaces_every_script(tmp_path: Path) -> None:
     e5 = _Named(E5_NAME)
     fixed = Settings(home=tmp_path, floor_cosine=0.5)
     for query in ("Where did I park?", "我把车停哪了？"):
-        assert floor.of(fixed, e5, query) == Floor(0.5, calibration.LEXICAL)  # type: ignore[arg-type]
-    assert floor.of(Settings(home=tmp_path), e5, "我把车停哪了？") == SHIPPED[E5_NAME]["zh"]  # type: ignore[arg-type]
+        assert floor.of(fixed, e5, query) == floor.Judge(Floor(0.5, calibration.LEXICAL))  # type: ignore[arg-type]
+    judge = floor.of(Settings(home=tmp_path), e5, "我把车停哪了？")  # type: ignore[arg-type]
+    assert judge is not None and judge.floor == SHIPPED[E5_NAME]["zh"] and len(judge.nulls) == 1  # by its null
     assert floor.of(Settings(home=tmp_path, relevance_floor=False), e5, "Where did I park?") is None  # type: ignore[arg-type]
