@@ -136,4 +136,6 @@ def test_many_calls_in_flight_at_once_each_stored_once(kind: str, service: Runni
             return list(added), list(found[:-1]), (await mm.stats()).total
 
     added, found, total = asyncio.run(burst())
-    assert found == added and total == 24 and sorted(a.content for a in added) == sorted(f"note {n}" for n in range(24))
+    # by id and content: the search in flight beside the gets may count an access of one of them
+    assert [(f.id, f.content) for f in found] == [(a.id, a.content) for a in added]  # type: ignore[attr-defined]
+    assert total == 24 and sorted(a.content for a in added) == sorted(f"note {n}" for n in range(24))  # type: ignore[attr-defined]
