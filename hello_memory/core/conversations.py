@@ -40,6 +40,7 @@ from hello_memory.core.tombstones import Element, Keys, signature
 from hello_memory.core.unit import commit
 from hello_memory.errors import IdConflictError, InvalidInputError, NotFoundError
 from hello_memory.models import HistoryEntry, MemoryItem, MemoryType
+from hello_memory.pace import pace
 from hello_memory.stores.records.base import RecordOrder, RecordQuery, RecordWrite
 from hello_memory.stores.records.ledger import Tombstone, TurnLedger
 
@@ -112,6 +113,7 @@ def _plan(core: MemoryCore, keys: Keys, sent: Sequence[SentMessage]) -> _Plan:
     after = _anchor(session.behind[-1]) if session.behind else ""
     last = max((_time(e) for e in session.behind), default=None)
     for n, (message, ref) in enumerate(zip(sent, refs, strict=True)):
+        pace()
         element = _matched(found, session, n, views[n])
         if element is None:
             item = message.item.model_copy(update={"id": ref or keys.turn_id(_digest(message), after)})
@@ -199,6 +201,7 @@ def _digest(message: SentMessage) -> str:
 
 
 def _view(keys: Keys, message: SentMessage, ref: str | None) -> Sent:
+    pace()  # once per message of a conversation (hello_memory.pace)
     plain = {_digest(message), message.legacy}
     refs: set[str] = set()
     if ref is not None:

@@ -22,6 +22,7 @@ from hello_memory.core.gate import TYPED_FIELDS
 from hello_memory.core.gate import check_typed_fields as _check_typed
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import MemoryItem, MemoryType, Modality
+from hello_memory.pace import pace
 from hello_memory.stores.records.sqlite_lexical import TURN_EVENT_TYPE
 from hello_memory.validation import (
     check_datetime,
@@ -101,6 +102,7 @@ def build_item(
 
     ``enabled`` are the tiers a memory may go to; ``now`` is its time unless ``created_at`` is given.
     """
+    pace()  # once per item of a write of many (hello_memory.pace)
     content = check_text(content, "content")
     mt = check_memory_type(MemoryType.WORKING if memory_type is None else memory_type, enabled)
     unknown = set(fields) - TYPED_FIELDS

@@ -34,6 +34,7 @@ from hello_memory.core import MemoryCore, gate, semantic, writes
 from hello_memory.core.prepare import Prepared, embed
 from hello_memory.errors import EmbedderMismatchError, HelloMemoryError, InvalidInputError, StoreError
 from hello_memory.models import HistoryEntry, ImportReport, MemoryItem, MemoryType
+from hello_memory.pace import pace
 from hello_memory.stores.dense.base import VECTOR_TIERS
 from hello_memory.stores.records.base import RecordOrder, RecordQuery
 
@@ -66,6 +67,7 @@ def export_lines(core: MemoryCore, *, vectors: bool = True, users: Iterable[str]
             wanted = {it.id: (it.memory_type, _modality(it)) for it in part if it.memory_type in VECTOR_TIERS}
             found = core.dense.vectors(uid, wanted) if vectors and wanted else {}
             for it in part:
+                pace()  # an export runs over a whole store (hello_memory.pace)
                 line: dict[str, Any] = {
                     "kind": "memory",
                     "item": it.model_dump(mode="json"),
@@ -107,6 +109,7 @@ def import_lines(core: MemoryCore, lines: IO[str] | Iterable[str], *, reembed: b
     done = ImportReport(memories=0, reembedded=0)
     batch: list[tuple[int, Line]] = []
     for n, raw in enumerate(stream, start=2):
+        pace()
         if raw.strip():
             batch.append((n, _memory_line(raw, n)))
         if len(batch) >= _BATCH:

@@ -11,6 +11,7 @@ from typing import Any
 
 from hello_memory.errors import InvalidInputError
 from hello_memory.models import Entity, MemoryItem, MemoryType, Modality, Relation
+from hello_memory.pace import pace
 from hello_memory.validation import clamp_timestamp
 
 logger = logging.getLogger(__name__)
@@ -212,6 +213,7 @@ def from_row(row: Sequence[Any]) -> MemoryItem:
     Rows were validated when written, so the model is constructed without re-validation
     (search reads ~100 rows per query; validating them again cost more than the search).
     """
+    pace()  # a scan of a whole store rebuilds thousands (hello_memory.pace)
     fields = {k: v for k, v in json.loads(row[13]).items() if v is not None}
     if "entities" in fields:
         fields["entities"] = [Entity.model_construct(**e) for e in fields["entities"]]

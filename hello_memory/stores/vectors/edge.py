@@ -36,6 +36,7 @@ import numpy.typing as npt
 import qdrant_edge as qe
 
 from hello_memory.errors import StoreError
+from hello_memory.pace import pace
 from hello_memory.stores.vectors import edge_build
 from hello_memory.stores.vectors.base import VectorHit, VectorPoint
 from hello_memory.stores.vectors.common import VectorStoreAdapter, fetched_point, missing_collection
@@ -223,19 +224,17 @@ class QdrantEdgeVectorStore(EdgeLayouts, VectorStoreAdapter):
     def _write(
         self, name: str, ids: list[str], matrix: npt.NDArray[np.float32], payloads: list[dict[str, Any]]
     ) -> None:
+        points = []
+        with engine_errors("upsert", self._path):
+            for pid, vec, payload in zip(ids, matrix, payloads, strict=True):  # built outside the lock
+                pace()  # once per point of a write of many (hello_memory.pace)
+                points.append(qe.Point(pid, vec.tolist(), payload))
         with self._lock:
             shard, meta = self._open(name)
             self._budget.for_upsert(name, len(ids), meta.dimension)
             for start in range(0, len(ids), _WRITE_BATCH):
-                end = start + _WRITE_BATCH
                 with engine_errors("upsert", self._path):
-                    batch = [
-                        qe.Point(pid, vec.tolist(), payload)
-                        for pid, vec, payload in zip(
-                            ids[start:end], matrix[start:end], payloads[start:end], strict=True
-                        )
-                    ]
-                    shard.update(qe.UpdateOperation.upsert_points(batch))
+                    shard.update(qe.UpdateOperation.upsert_points(points[start : start + _WRITE_BATCH]))
             self._note(name, ids)
             self._after_write(name, shard)
             self._maybe_build(name, shard, len(ids))
