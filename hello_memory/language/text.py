@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
+from hello_memory.pace import pace
+
 # CJK Unified Ideographs, Extension A-E, Compatibility Ideographs, plus kana and hangul so that
 # Japanese/Korean text is not counted as a single "word".
 _CJK_RANGES = (
@@ -235,6 +237,7 @@ def _cjk_tokens(run: str) -> list[str]:
 
 def lexical_tokens(text: str) -> list[str]:
     """Tokens for lexical relevance: stemmed Latin words, jieba words + bigrams for CJK runs."""
+    pace()  # a write tokenises every item it stores (hello_memory.pace)
     tokens: list[str] = []
     pos = 0
     for m in _CJK_RUN.finditer(text):

@@ -20,7 +20,6 @@ from datetime import datetime
 from hello_memory.errors import InvalidInputError, NotFoundError
 from hello_memory.language.text import lexical_tokens
 from hello_memory.models import HistoryEntry, MemoryItem
-from hello_memory.pace import pace
 from hello_memory.stores.records import sqlite_rows as layout
 from hello_memory.stores.records.base import (
     FollowUp,
@@ -343,11 +342,7 @@ def _stored_many(host: SQLiteWrites, conn: sqlite3.Connection, ids: Sequence[str
 def _flush_inserts(host: SQLiteWrites, conn: sqlite3.Connection, inserts: dict[str, RecordWrite]) -> None:
     if not inserts:
         return
-    rows = []
-    for w in inserts.values():
-        pace()  # tokenising is the writer's dearest Python (hello_memory.pace)
-        rows.append((w.item, lexical_tokens(w.item.content)))
-    host.insert_many(conn, rows)
+    host.insert_many(conn, [(w.item, lexical_tokens(w.item.content)) for w in inserts.values()])
     for w in inserts.values():
         _extras(host, conn, w)
     inserts.clear()
