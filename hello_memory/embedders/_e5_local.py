@@ -296,8 +296,8 @@ class LocalE5:
         return list(zip(chunks, results, strict=True))
 
     def _passage_job(self, windows: list[list[int]], alone: bool = False) -> np.ndarray:
-        self.gate.before_passage()  # running queries first
-        return self._forward(windows, alone)
+        with self.gate.passage(self._threads):  # running queries first; every caller's steps share the threads
+            return self._forward(windows, alone)
 
     def _workers(self) -> ThreadPoolExecutor:
         """This model's worker threads (a forked child, which inherits none of them, starts its own)."""

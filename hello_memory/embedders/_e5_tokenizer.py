@@ -65,6 +65,8 @@ from typing import Any
 
 import numpy as np
 
+from hello_memory.pace import pace
+
 META = "\u2581"
 _SPACE_RUNS = re.compile(" {2,}")
 _NEG_INF = -math.inf
@@ -153,6 +155,7 @@ class E5Tokenizer:
         ids: list[int] = []
         p = np.float32(0.0)
         for word in s.split(META)[1:]:
+            pace()  # a long passage is tens of thousands of words of Python (hello_memory.pace)
             seg = META + word
             n = len(seg)
             if n <= _CACHE_MAX_CHARS:

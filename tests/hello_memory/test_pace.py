@@ -49,3 +49,20 @@ def test_writes_and_scans_of_many_items_pace_every_item(tmp_path: Path, yields: 
         yields.clear()
         mm.import_lines(lines)
         assert len(yields) >= 90
+
+
+def test_tokenising_one_long_text_paces_within_it(yields: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 200,000-character memory is one item but 0.1–0.4 s of tokenising each for the lexical index
+    and for e5: both yield inside the text, not only once per item."""
+    from hello_memory.embedders._e5_local import LocalE5
+    from hello_memory.language.text import lexical_tokens
+
+    monkeypatch.setattr(pace, "EVERY", 0.0)
+    text = " ".join(f"sentence {n} about the harbour 和港口的第{n}句话" for n in range(300))
+    yields.clear()
+    lexical_tokens(text)
+    assert len(yields) >= 300  # a yield per script run at least
+    tokenizer = LocalE5(backend="numpy").tokenizer
+    yields.clear()
+    tokenizer.content_ids(text)
+    assert len(yields) >= 300 * 4  # a yield per word at least

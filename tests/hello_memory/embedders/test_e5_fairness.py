@@ -232,3 +232,39 @@ def test_passage_work_leaves_a_core_to_searches_while_they_come_in(monkeypatch):
 
     monkeypatch.setattr(g.time, "monotonic", lambda: 1e12)  # long after the last query
     assert gate.passage_workers(2) == 2
+
+
+def test_while_searching_every_callers_passage_work_together_leaves_a_core(model, monkeypatch):
+    """Two users adding long texts share the model's threads less one while a search runs: before,
+    each caller left a core on its own, and two callers together took every core again."""
+    running, most, lock = [0], [0], threading.Lock()
+    forward = model._forward
+
+    def counted(windows: list[list[int]], alone: bool = False) -> np.ndarray:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            threading.Event().wait(0.05)  # long enough for the two callers' steps to meet
+            return forward(windows, alone)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(model, "_forward", counted)
+    with model.gate.query():  # a search is embedding its query throughout
+        writers = [in_thread(lambda t=t: model.passage(t)) for t in (LONG, LONG.replace("Section", "Chapter"))]
+        for t, _ in writers:
+            t.join(WAIT * 4)
+    assert all("value" in out for _, out in writers)
+    assert most[0] == 1, f"{most[0]} passage steps ran at once beside a search on a 2-thread model"
+    assert model.gate.passage_workers(2) == 1  # and the gate still counts that search as recent
+
+
+def test_a_passage_slot_is_given_back_when_its_step_fails():
+    gate = QueryFirst()
+    with gate.query():
+        with pytest.raises(RuntimeError), gate.passage(2):
+            raise RuntimeError("forward pass failed")
+        with gate.passage(2):  # the failed step's slot is free again: this does not wait for it
+            pass
