@@ -29,6 +29,7 @@ from hello_memory.language.queries import MAX_QUERY_CHARS, conversation_query
 from hello_memory.language.text import estimate_tokens, lexical_tokens
 from hello_memory.language.timeref import TimeWindow, memory_fit, time_windows
 from hello_memory.models import MemoryType, ScoredMemory
+from hello_memory.pace import unpaced
 from hello_memory.stores.records.base import RecordQuery, ScoreRow
 from hello_memory.validation import (
     check_datetime,
@@ -70,6 +71,7 @@ def _range(time_range: Any) -> tuple[float | None, float | None] | None:
     return lo, hi
 
 
+@unpaced()  # a read gives the GIL to no writer's loop (hello_memory.pace)
 def search(
     core: MemoryCore,
     query: Any,

@@ -347,6 +347,25 @@ class VectorStoreContract:
             assert got.vector.size == 0
         assert store.get(coll, []) == []
 
+    def test_scores_are_the_cosines_a_search_gives_of_the_points_asked(self, store: VectorStore, coll: str) -> None:
+        points = random_points(12, np.random.default_rng(9))
+        store.upsert(coll, points)
+        query = np.random.default_rng(10).normal(size=DIM).astype(np.float32) * 3.0  # any norm
+        searched = {h.id: h.score for h in store.search(coll, query, limit=12)}
+        asked = [points[1].id, points[7].id, points[7].id, str(uuid.uuid4()), "not-a-uuid", points[11].id]
+        got = store.scores(coll, query, asked)
+        assert set(got) == {points[1].id, points[7].id, points[11].id}  # absent and malformed ids skipped
+        for pid, score in got.items():
+            assert isinstance(score, float)
+            assert score == pytest.approx(searched[pid], abs=1e-6)
+            stored = unit(points[[p.id for p in points].index(pid)].vector)
+            assert score == pytest.approx(float(np.dot(stored, unit(query))), abs=1e-5)
+        assert store.scores(coll, query, []) == {}
+        with pytest.raises(InvalidInputError):
+            store.scores(coll, np.zeros(DIM, dtype=np.float32), [points[0].id])
+        with pytest.raises(NotFoundError):
+            store.scores("no_such_collection", query, [points[0].id])
+
     def test_payload_round_trip(self, store: VectorStore, coll: str) -> None:
         payload = {
             "s": "text",

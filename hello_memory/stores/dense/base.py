@@ -65,7 +65,8 @@ class DenseIndex(Protocol):
         raise NotImplementedError
 
     def similarities(self, user_id: str, qvec: np.ndarray, ids: Tiers) -> dict[str, float]:
-        """memory id -> cosine with ``qvec`` for ``ids`` that have a vector (their stored unit vectors)."""
+        """memory id -> ``qvec``'s dot product with the stored unit vector of each of ``ids`` that has
+        one: its cosine when ``qvec`` is a unit vector (a query's; a null's mean need not be)."""
         return {mid: float(np.dot(vec, qvec)) for mid, vec in self.vectors(user_id, ids).items()}
 
     def vectors(self, user_id: str, ids: Tiers) -> dict[str, np.ndarray]:

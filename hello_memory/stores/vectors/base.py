@@ -116,6 +116,11 @@ class VectorStore(Protocol):
         """Points by id, in no particular order (absent ids are skipped)."""
         ...
 
+    def scores(self, collection: str, vector: npt.NDArray[np.float32], ids: Sequence[str]) -> dict[str, float]:
+        """id -> cosine of ``vector`` with each point among ``ids`` (absent ids are skipped): what
+        :meth:`search` would score them, without reading their vectors out."""
+        ...
+
     def count(self, collection: str, where: Filter | None = None) -> int:
         """Number of points (matching ``where``)."""
         ...

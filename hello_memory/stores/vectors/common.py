@@ -106,6 +106,12 @@ class VectorStoreAdapter(StoreAdapter):
         candidates = existing_id_candidates(ids)
         return self._fetch(collection, candidates, with_vectors) if candidates else []
 
+    def scores(self, collection: str, vector: npt.NDArray[np.float32], ids: Sequence[str]) -> dict[str, float]:
+        """id -> cosine of ``vector`` with each point among ``ids`` (absent ids are skipped)."""
+        query = unit_vector(collection, vector, self._meta(collection).dimension)
+        candidates = existing_id_candidates(ids)
+        return self._scores(collection, query, candidates) if candidates else {}
+
     def count(self, collection: str, where: Filter | None = None) -> int:
         """Number of points (matching ``where``)."""
         compiled = compile_filter(where)
@@ -167,6 +173,11 @@ class VectorStoreAdapter(StoreAdapter):
     @abstractmethod
     def _fetch(self, name: str, ids: list[str], with_vectors: bool) -> list[VectorPoint]:
         """The points among ``ids`` (canonical, not empty); see :func:`fetched_point`."""
+
+    def _scores(self, name: str, query: npt.NDArray[np.float32], ids: list[str]) -> dict[str, float]:
+        """Cosine of the unit vector ``query`` with the points among ``ids`` (canonical, not empty);
+        by default from their vectors, read out (an engine that can score given points overrides it)."""
+        return {p.id: float(np.dot(p.vector, query)) for p in self._fetch(name, ids, True)}
 
     @abstractmethod
     def _count(self, name: str, where: CompiledFilter | None) -> int:

@@ -104,6 +104,14 @@ def search_params(meta: CollectionMeta) -> qe.SearchParams | None:
     return qe.SearchParams(quantization=rescore)
 
 
+def scores_request(query: np.ndarray, ids: list[str], meta: CollectionMeta) -> qe.QueryRequest:
+    """The engine scores the points ``ids`` against ``query``, as a search would (a filter of
+    ``len(ids)`` points is searched exactly, not through the graph), and reads no payload."""
+    only = qe.Filter(must=[qe.HasIdCondition(set(ids))])  # type: ignore[arg-type]
+    nearest = qe.Query.Nearest(query.tolist())
+    return qe.QueryRequest(len(ids), query=nearest, filter=only, with_payload=False, params=search_params(meta))
+
+
 def ensure_indexes(shard: qe.EdgeShard, before_write: Callable[[], None] | None = None) -> None:
     """Create the payload indexes the shard lacks (idempotent, cheap when present).
 
