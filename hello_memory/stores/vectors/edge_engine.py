@@ -107,7 +107,7 @@ def search_params(meta: CollectionMeta) -> qe.SearchParams | None:
 def scores_request(query: np.ndarray, ids: list[str], meta: CollectionMeta) -> qe.QueryRequest:
     """The engine scores the points ``ids`` against ``query``, as a search would (a filter of
     ``len(ids)`` points is searched exactly, not through the graph), and reads no payload."""
-    only = qe.Filter(must=[qe.HasIdCondition(set(ids))])  # type: ignore[arg-type]
+    only = qe.Filter(must=[qe.HasIdCondition(set(ids))])
     nearest = qe.Query.Nearest(query.tolist())
     return qe.QueryRequest(len(ids), query=nearest, filter=only, with_payload=False, params=search_params(meta))
 
