@@ -137,6 +137,12 @@ class Relevance:
     evidence: float = 0.0  # lexical evidence, when the relevance floor needed it (sqlite_lexical)
     standing: float | None = None  # how far it stands out against the question's null (core.floor)
 
+    def judged(self, evidence: float, standing: float | None) -> Relevance:
+        """This relevance with the floor's ``evidence`` and ``standing`` (dataclasses.replace, ~4x faster:
+        a search does it for every candidate)."""
+        return Relevance(self.sim, self.dense, self.lexical, self.participant, self.time, self.adjacent,
+                         evidence, standing)
+
 
 def fuse(
     dense: Mapping[str, float],

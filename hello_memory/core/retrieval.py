@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -195,9 +195,8 @@ def _vector_tiers(
     now = core.now().timestamp()
     out = []
     for mid in admitted:
-        hit = _score(rows[mid], rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(rows[mid], hops), now)
         below = floor.behind(kept, mid, core.settings.floor_scope)
-        out.append(replace(hit, behind=below, breakdown={**hit.breakdown, "below_floor": float(below)}))
+        out.append(_score(rows[mid], rel.get(mid, Relevance(0.0, 0.0, 0.0)), _graph(rows[mid], hops), now, below))
     return out
 
 
@@ -268,7 +267,7 @@ def _relevance(
     if judge is not None:
         asked = evidence_text(query, [w.span for w in named_times])
         evidence, standing = _judged(core, judge, evidence_terms(asked), qvec, user_id, rows, dense, lexical)
-        rel = {k: replace(r, evidence=evidence.get(k, 0.0), standing=standing.get(k)) for k, r in rel.items()}
+        rel = {k: r.judged(evidence.get(k, 0.0), standing.get(k)) for k, r in rel.items()}
     pairs: list[tuple[str, str]] = []
     if settings.adjacency_weight > 0:
         pairs = _question_answer_pairs(core, user_id, rows, rel)
@@ -377,7 +376,7 @@ def _fill_dense(
         dense.update(core.dense.similarities(user_id, qvec, missing))
 
 
-def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float) -> _Light:
+def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float, below: bool) -> _Light:
     age_h = (now_ts - row.created_ts) / 3600.0
     if row.memory_type == MemoryType.SEMANTIC:
         score, terms = semantic_score(rel.sim, graph, row.importance)
@@ -397,4 +396,4 @@ def _score(row: ScoreRow, rel: Relevance, graph: float, now_ts: float) -> _Light
         "time": rel.time,
         "adjacent": rel.adjacent,
     }
-    return _Light(row, score, {**relevance, **terms})
+    return _Light(row, score, {**relevance, **terms, "below_floor": float(below)}, below)

@@ -116,3 +116,14 @@ def test_prefer_participants_keeps_sim_in_unit_range():
     assert (out["a"].sim, out["b"].sim, out["c"].sim) == (1.0, 0.25, pytest.approx(0.225))
     assert (out["a"].participant, out["c"].participant) == (1.0, 0.0)
     assert prefer_participants(rel, {"a": ("X",)}, frozenset(), 0.25) == rel
+
+
+def test_relevance_judged_keeps_every_other_field():
+    import dataclasses
+
+    from hello_memory.core.relevance import Relevance
+
+    values = {f.name: 0.1 * (i + 1) for i, f in enumerate(dataclasses.fields(Relevance))}
+    r = Relevance(**values)
+    assert r.judged(0.7, None) == dataclasses.replace(r, evidence=0.7, standing=None)
+    assert r.judged(0.0, 2.5) == dataclasses.replace(r, evidence=0.0, standing=2.5)
