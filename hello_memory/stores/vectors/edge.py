@@ -43,10 +43,10 @@ from hello_memory.stores.vectors.edge_engine import (
     edge_filter,
     engine_errors,
     ensure_indexes,
+    nearest_request,
     read_meta,
     scores_request,
     scroll_ids,
-    search_params,
     to_edge_filter,
     vector_params,
     write_meta,
@@ -264,9 +264,7 @@ class QdrantEdgeVectorStore(EdgeLayouts, VectorStoreAdapter):
     def _nearest(
         self, name: str, query: npt.NDArray[np.float32], limit: int, where: CompiledFilter | None, with_payload: bool
     ) -> list[VectorHit]:
-        nearest, params = qe.Query.Nearest(query.tolist()), search_params(self._meta(name))
-        where_edge = to_edge_filter(where)
-        request = qe.QueryRequest(limit, query=nearest, filter=where_edge, with_payload=with_payload, params=params)
+        request = nearest_request(query, limit, to_edge_filter(where), with_payload, self._meta(name))
         hits = self._reading(name, "search", lambda shard: shard.query(request))
         return [VectorHit(str(h.id), float(h.score), h.payload or {}) for h in hits]
 

@@ -104,12 +104,18 @@ def search_params(meta: CollectionMeta) -> qe.SearchParams | None:
     return qe.SearchParams(quantization=rescore)
 
 
+def nearest_request(
+    query: np.ndarray, limit: int, where: qe.Filter | None, with_payload: bool, meta: CollectionMeta
+) -> qe.QueryRequest:
+    """A search for the ``limit`` points nearest to the unit vector ``query`` among ``where``."""
+    nearest = qe.Query.Nearest(query.tolist())
+    return qe.QueryRequest(limit, query=nearest, filter=where, with_payload=with_payload, params=search_params(meta))
+
+
 def scores_request(query: np.ndarray, ids: list[str], meta: CollectionMeta) -> qe.QueryRequest:
     """The engine scores the points ``ids`` against ``query``, as a search would (a filter of
     ``len(ids)`` points is searched exactly, not through the graph), and reads no payload."""
-    only = qe.Filter(must=[qe.HasIdCondition(set(ids))])
-    nearest = qe.Query.Nearest(query.tolist())
-    return qe.QueryRequest(len(ids), query=nearest, filter=only, with_payload=False, params=search_params(meta))
+    return nearest_request(query, len(ids), qe.Filter(must=[qe.HasIdCondition(set(ids))]), False, meta)
 
 
 def ensure_indexes(shard: qe.EdgeShard, before_write: Callable[[], None] | None = None) -> None:
