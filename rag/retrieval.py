@@ -12,6 +12,7 @@ import numpy as np
 
 from hello_memory.core.relevance import dense_floor, fuse
 from hello_memory.language.text import lexical_tokens, normalize_text
+from hello_memory.pace import unpaced
 from hello_memory.stores.chunks.base import ChunkRecord
 from rag import expansion
 from rag.core import RAGCore
@@ -21,6 +22,7 @@ Scored = tuple[float, float, dict[str, float]]
 """A chunk's best sim over the queries, its merged score, and its breakdown."""
 
 
+@unpaced()  # a read gives the GIL to no writer's loop (hello_memory.pace)
 def search(
     core: RAGCore, query: str, *, limit: int, min_score: float | None, enable_mqe: bool, enable_hyde: bool
 ) -> SearchResult:

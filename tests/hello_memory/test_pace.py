@@ -79,3 +79,16 @@ def test_a_search_never_pays_for_a_yield(tmp_path: Path, yields: list[float],
         hits = mm.search("harbour note", limit=10)
         assert len(hits) == 10
     assert yields == []
+
+
+def test_a_document_search_never_pays_for_a_yield(tmp_path: Path, yields: list[float],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from rag import RAGPipeline
+
+    with RAGPipeline(home=tmp_path / "data", namespace="kb", embedder=DeterministicFakeEmbedder(16)) as p:
+        p.add_text("# Harbour\n\n" + " ".join(f"The harbour note {n} says boats leave at dawn." for n in range(40)),
+                   source="harbour.md")
+        monkeypatch.setattr(pace, "EVERY", 0.0)
+        yields.clear()
+        assert p.search("when do boats leave the harbour", limit=3).hits
+    assert yields == []
