@@ -329,3 +329,30 @@ def test_the_relevance_floor_works_in_server_mode(qdrant: QdrantClient, tmp_path
     finally:
         mm.close()
     assert not (tmp_path / "never").exists()
+
+
+def test_server_scores_given_memories_as_their_read_out_vectors_would(worker) -> None:
+    """Server mode's exact cosines (fill and the floor's null means) come from the server, which
+    scores the memories' points in place: the same dot products as reading the vectors back, for
+    unit and non-unit query vectors; other users' and deleted memories are not scored."""
+    import numpy as np
+
+    from hello_memory.stores.dense.base import DenseIndex
+    from hello_memory.stores.dense.records import RecordDense
+
+    mm = worker()
+    ids = [h.id for h in mm.add_many([{"content": f"note {n} about the harbour", "memory_type": "episodic"}
+                                      for n in range(8)])]
+    bob_id = worker(user_id="bob").add("bob's own note about the harbour", memory_type="episodic").id
+    mm.remove(ids[0])
+    dense = mm.core.dense
+    assert isinstance(dense, RecordDense)
+    tiers = {i: (MemoryType.EPISODIC, None) for i in [*ids, bob_id]}
+    q = np.asarray(EMBEDDER.embed(["harbour"], kind="query")[0], dtype=np.float32)
+    for scale in (1.0, 0.4):
+        got = dense.similarities("alice", q * scale, tiers)
+        read_out = DenseIndex.similarities(dense, "alice", q * scale, tiers)
+        assert set(got) == set(read_out) == set(ids[1:])
+        for k, v in read_out.items():
+            assert got[k] == pytest.approx(v, abs=1e-5)
+    assert dense.similarities("alice", np.zeros_like(q), tiers) == {i: 0.0 for i in ids[1:]}

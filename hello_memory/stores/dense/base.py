@@ -73,6 +73,16 @@ class DenseIndex(Protocol):
         """memory id -> its stored (unit) vector, for ``ids`` that have one."""
         ...
 
+    def _scored(
+        self, user_id: str, qvec: np.ndarray, ids: Tiers, cosines: Callable[[np.ndarray], dict[str, float]]
+    ) -> dict[str, float]:
+        """:meth:`similarities` from an engine's ``cosines`` (it normalises the query vector): times
+        ``|qvec|``; a zero or non-finite ``qvec`` has no direction and takes the read-out path."""
+        norm = float(np.linalg.norm(qvec))
+        if not np.isfinite(norm) or norm == 0.0:
+            return DenseIndex.similarities(self, user_id, qvec, ids)
+        return {k: v * norm for k, v in cosines(qvec).items()}
+
     def write(self, items: Sequence[MemoryItem], vectors: Mapping[str, np.ndarray], embedder: str) -> None:
         """Upsert the vectors of ``items`` found in ``vectors`` (made by the embedder named ``embedder``)."""
         ...

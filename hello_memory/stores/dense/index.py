@@ -91,15 +91,15 @@ class IndexDense(DenseIndex):
     def similarities(self, user_id: str, qvec: np.ndarray, ids: Tiers) -> dict[str, float]:
         """Exact cosines, scored by the vector engine in each memory's collection (reading ~100
         vectors out to score them in Python took 2.2 ms of a search, the engine 0.09 ms)."""
-        norm = float(np.linalg.norm(qvec))
-        if not np.isfinite(norm) or norm == 0.0:  # no direction to score against: plain dot products
-            return super().similarities(user_id, qvec, ids)
-        existing = set(self._vectors.collections()) if ids else set()
-        out: dict[str, float] = {}
-        for collection, group in _by_tier_collection(ids).items():
-            if collection in existing:  # the engine's cosine times |qvec|: the dot product, as documented
-                out.update((k, v * norm) for k, v in self._vectors.scores(collection, qvec, group).items())
-        return out
+        def cosines(q: np.ndarray) -> dict[str, float]:
+            existing = set(self._vectors.collections()) if ids else set()
+            out: dict[str, float] = {}
+            for collection, group in _by_tier_collection(ids).items():
+                if collection in existing:
+                    out.update(self._vectors.scores(collection, q, group))
+            return out
+
+        return self._scored(user_id, qvec, ids, cosines)
 
     def vectors(self, user_id: str, ids: Tiers) -> dict[str, np.ndarray]:
         """Each memory's vector, read from its collection."""

@@ -36,6 +36,14 @@ class RecordDense(DenseIndex):
         )
         return found
 
+    def similarities(self, user_id: str, qvec: np.ndarray, ids: Tiers) -> dict[str, float]:
+        """Exact cosines scored by the server in the memories' points (their vectors stay there)."""
+        if not ids:
+            return {}
+        got = self._scored(user_id, qvec, ids, lambda q: self._records.dense_scores(user_id, q, list(ids)))
+        rest = {k: t for k, t in ids.items() if k not in got}  # deleted, another user's (or left out): read out
+        return got | (DenseIndex.similarities(self, user_id, qvec, rest) if rest else {})
+
     def vectors(self, user_id: str, ids: Tiers) -> dict[str, np.ndarray]:
         """The vectors kept in the memories' points."""
         if not ids:

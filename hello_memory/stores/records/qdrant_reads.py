@@ -291,6 +291,23 @@ class RecordReads:
         )
         return {str(p.id): float(p.score) for p in response.points}
 
+    def dense_scores(self, user_id: str, vector: npt.ArrayLike, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine of ``vector`` with each of the user's live memories among ``ids``, scored by the
+        server (a search restricted to those points) instead of sending their vectors back."""
+        candidates = existing_id_candidates(ids)
+        if not candidates:
+            return {}
+        self._ensure()
+        if self._dimension is None:
+            raise InvalidInputError("this record store has no dense vectors (no embedder configured)")
+        query = unit_vector(RECORDS, vector, self._dimension).tolist()
+        only = codec.scope_filter(user_id, extra=[models().HasIdCondition(has_id=candidates)])
+        response = self._conn.call(
+            "search", "query_points", self._conn.full(RECORDS),
+            query=query, using=DENSE, query_filter=only, limit=len(candidates), with_payload=False,
+        )
+        return {str(p.id): float(p.score) for p in response.points}
+
     def dense_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         """The stored (unit) dense vectors of the user's live memories among ``ids``."""
         points = self._points(user_id, ids, ["user_id", "deleted_ts"], vectors=[DENSE])
