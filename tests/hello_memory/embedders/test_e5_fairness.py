@@ -258,7 +258,6 @@ def test_while_searching_every_callers_passage_work_together_leaves_a_core(model
             t.join(WAIT * 4)
     assert all("value" in out for _, out in writers)
     assert most[0] == 1, f"{most[0]} passage steps ran at once beside a search on a 2-thread model"
-    assert model.gate.passage_workers(2) == 1  # and the gate still counts that search as recent
 
 
 def test_a_passage_slot_is_given_back_when_its_step_fails():
